@@ -1,0 +1,19 @@
+"""curate: hierarchical data preparation for foundation models.
+
+Declare domains and a pipeline, then `run` it; see README.md. Importing curate loads no Ray,
+torch, pyarrow or media library: those load only where a stage needs them."""
+
+from curate.errors import (Cause, CurateError, EngineError, InputError, PlanError, TransientError,
+                           UserCodeError, WorkerDied)
+from curate.outcome import GroupFailure, Issue, Item, ItemFailure, Status
+from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
+from curate.plan import compile_plan
+from curate.run import RunMetrics, RunResult, run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cause", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
+    "ItemFailure", "Pipeline", "PlanError", "Pool", "Port", "RunMetrics", "RunResult", "Stage",
+    "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "run", "stage", "zip",
+]

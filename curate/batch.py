@@ -1,0 +1,81 @@
+"""Worker side of a batch: call the stage, check its answer, and turn it into a BatchReport
+(per-item outcome codes, values, causes). Runs where the stage runs; imports nothing heavy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from curate.errors import Cause, UserCodeError
+from curate.outcome import GroupFailure, ItemFailure, Status
+
+PRESENT, DROPPED, FAILED = int(Status.PRESENT), int(Status.DROPPED), int(Status.FAILED)
+GROUP = 5  # FAILED, and its not-yet-run siblings are SUPPRESSED
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """Outcome of one batch. `codes is None` means every item is PRESENT (the common case)."""
+
+    values: list  # per item: value (expand: list of children values); None if not PRESENT
+    codes: list[int] | None = None
+    causes: dict[int, object] = field(default_factory=dict)  # index -> Cause, or drop reason (str)
+
+
+def run_batch(fn, kind: str, inputs: list, call: str) -> BatchReport:
+    """Call `fn(inputs)` and normalise the result; raises UserCodeError on a malformed answer
+    (which the engine treats like any exception: retried, then isolated)."""
+    out = fn(inputs)
+    if not isinstance(out, list):
+        out = list(out) if out is not None and not isinstance(out, (str, bytes, dict)) else out
+    if not isinstance(out, list) or len(out) != len(inputs):
+        got = f"{len(out)} results" if isinstance(out, list) else repr(type(out).__name__)
+        raise UserCodeError(f"stage {call} returned {got} for a batch of {len(inputs)}; "
+                            "a stage must return a list with one result per input item")
+    if kind == "filter":
+        return _filter_report(out, call)
+    codes: list[int] | None = None
+    causes: dict[int, object] = {}
+    for i, v in enumerate(out):
+        if isinstance(v, (GroupFailure, ItemFailure)):
+            if codes is None:
+                codes = [PRESENT] * len(out)
+            grp = isinstance(v, GroupFailure)
+            codes[i] = GROUP if grp else FAILED
+            causes[i] = Cause.of(v.cause, "group" if grp else "item", call)
+            out[i] = None
+        elif kind == "expand":
+            out[i] = _children(v, call)
+    return BatchReport(out, codes, causes)
+
+
+def _children(v, call: str) -> list:
+    if isinstance(v, list):
+        return v
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"):
+        raise UserCodeError(f"expand stage {call} returned {type(v).__name__} for an item; "
+                            "return a list (possibly empty) of children per item")
+    return list(v)
+
+
+def _filter_report(out: list, call: str) -> BatchReport:
+    codes = [PRESENT] * len(out)
+    causes: dict[int, object] = {}
+    for i, v in enumerate(out):
+        reason = None
+        if isinstance(v, tuple) and len(v) == 2:
+            v, reason = v
+        if isinstance(v, (GroupFailure, ItemFailure)):
+            grp = isinstance(v, GroupFailure)
+            codes[i] = GROUP if grp else FAILED
+            causes[i] = Cause.of(v.cause, "group" if grp else "item", call)
+        elif v is True or v is False or type(v).__name__ == "bool_":
+            if not v:
+                codes[i] = DROPPED
+                causes[i] = str(reason) if reason is not None else f"filtered by {call}"
+        else:
+            raise UserCodeError(f"filter stage {call} returned {v!r} for an item; return a bool "
+                                "or (bool, reason) per item")
+        out[i] = None
+    if all(c == PRESENT for c in codes):
+        return BatchReport(out, None, causes)
+    return BatchReport(out, codes, causes)

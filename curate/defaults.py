@@ -1,0 +1,9 @@
+"""Defaults, each a named constant with the reason for its value."""
+
+DEFAULT_BATCH_SIZE = 1  # a stage sees one item at a time unless it asks for batches
+DEFAULT_REPLICAS = 1  # one worker per stage: enough for cheap stages, raise it for models
+DEFAULT_NUM_CPUS = 0.25  # fractional, so on a 2-core machine pools never starve their feeders
+DEFAULT_RETRIES = 3  # failed attempts of an isolated item before it is FAILED
+DEFAULT_INFLIGHT = 4  # input windows admitted at once: bounds driver memory
+DEFAULT_INPUT_BATCH_SIZE = 16  # roots per input window: large enough to fill model batches
+MAX_GENERATION = 2**15 - 1  # a grain retried this often is FAILED even if retries say more

@@ -1,0 +1,111 @@
+"""What every executor shares around the pure scheduler: pulling input windows from a stream,
+choosing which Call a free worker serves, and handing finished roots to a sink."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any, Callable, Iterable
+
+from curate.outcome import Item, Status
+from curate.plan import Plan
+from curate.scheduler import Scheduler
+
+
+class MemorySink:
+    """Keeps every output's rows in memory, grouped by input index (for RunResult)."""
+
+    def __init__(self, outputs: Iterable[str]):
+        self.rows: dict[str, dict[int, list[Item]]] = {name: {} for name in outputs}
+
+    def write_root(self, input_index: int, root_key: str, rows: dict[str, list[Item]]) -> None:
+        for name, items in rows.items():
+            self.rows[name][input_index] = items
+
+
+class Driver:
+    """Feeds input windows to a Scheduler and drains finished roots into a sink."""
+
+    def __init__(self, plan: Plan, scheduler: Scheduler, inputs: Iterable[Any], *,
+                 input_batch_size: int, key: Callable[[Any], str] | None, sink: MemorySink):
+        if input_batch_size < 1:
+            raise ValueError(f"input_batch_size={input_batch_size}; use at least 1")
+        self.plan = plan
+        self.sched = scheduler
+        self._inputs = iter(inputs)
+        self._window_size = input_batch_size
+        self._key = key
+        self._index = 0
+        self.sink = sink
+        self.started = time.perf_counter()
+        self.first_root_s: float | None = None
+        self.roots_done = 0
+        self._outputs = [(name, plan.output_slot(name), _chain(plan, plan.output_slot(name)))
+                         for name in plan.outputs]
+        # downstream-first: a free worker serves the Call nearest the outputs, so parents finish
+        self._pool_calls = [sorted(p.calls, key=lambda c: -plan.calls[c].node) for p in plan.pools]
+
+    def admit(self) -> None:
+        """Admit input windows while the scheduler has room; close the input when it ends."""
+        s = self.sched
+        while s.can_admit():
+            values = list(itertools.islice(self._inputs, self._window_size))
+            if not values:
+                s.close_input()
+                return
+            base = self._index
+            self._index += len(values)
+            keys = [self._key(v) if self._key else str(base + i) for i, v in enumerate(values)]
+            s.admit(keys, values)
+
+    def next_call(self, pool: int) -> int | None:
+        """The Call of `pool` a free worker should serve now, or None if none has ready grains."""
+        for c in self._pool_calls[pool]:
+            if self.sched.queues[c]:
+                return c
+        return None
+
+    def drain(self) -> int:
+        """Hand every finished root's rows to the sink and release them; returns how many."""
+        fin = self.sched.pop_finished()
+        for w, r in fin:
+            rows = {name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs}
+            self.sink.write_root(w.base + r, w.keys[r], rows)
+            self.sched.release(w, r)
+        if fin and self.first_root_s is None:
+            self.first_root_s = time.perf_counter() - self.started
+        self.roots_done += len(fin)
+        return len(fin)
+
+    def _rows(self, w, slot: int, chain: list[int], r: int) -> list[Item]:
+        out: list[Item] = []
+        st, val, causes = w.status[slot], w.value[slot], w.causes
+        first, count = w.first, w.count
+
+        def walk(level: int, idx: int, path: tuple[int, ...]) -> None:
+            if level == len(chain):
+                s = st[idx]
+                if s == 1:
+                    out.append(Item(path, Status.PRESENT, val[idx]))
+                else:
+                    out.append(Item(path, Status(s), None, causes.get((slot, idx))))
+                return
+            e = chain[level]
+            f = first[e][idx]
+            for k in range(count[e][idx]):
+                walk(level + 1, f + k, path + (k,))
+
+        walk(0, r, (w.base + r,))
+        return out
+
+
+def _chain(plan: Plan, slot: int) -> list[int]:
+    """Expand nodes from the root down to the space of `slot`."""
+    chain = []
+    space = plan.slot_space[slot]
+    while space:
+        chain.append(plan.spaces[space].expand)
+        space = plan.spaces[space].parent
+    return chain[::-1]
+
+

@@ -1,0 +1,89 @@
+"""Errors typed by who must act, and the picklable `Cause` that travels with a failed item.
+
+- `PlanError`: the pipeline declaration is wrong; raised before anything runs, listing every problem.
+- `UserCodeError`: a stage raised; the item is retried, then FAILED with this cause.
+- `InputError`: a stage says its input is bad (encrypted PDF, truncated video); not retried.
+- `TransientError`: a stage says the failure may pass (a flaky mount); retried like any exception.
+- `WorkerDied`: the process running a batch went away; the batch is retried.
+- `EngineError`: a bug in curate itself; please report it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+
+class CurateError(Exception):
+    """Base class of every error curate raises."""
+
+
+class PlanError(CurateError):
+    """The pipeline cannot run; `problems` lists every reason, each with a fix."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        lines = "\n".join(f"  {i}. {p}" for i, p in enumerate(self.problems, 1))
+        super().__init__(f"the pipeline has {len(self.problems)} problem(s):\n{lines}")
+
+
+class UserCodeError(CurateError):
+    """A stage's own code raised an exception."""
+
+
+class InputError(CurateError):
+    """Raise from a stage when the input itself is bad; the item FAILS without retries."""
+
+
+class TransientError(CurateError):
+    """Raise from a stage when a retry may succeed (network blip, busy device)."""
+
+
+class WorkerDied(CurateError):
+    """The worker that held a batch died before reporting it."""
+
+
+class EngineError(CurateError):
+    """An internal invariant of curate broke: a bug to report, not a user mistake."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """Why an item is not PRESENT: who must act (`kind`), a message, and where it came from."""
+
+    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "group" | "item" | "suppressed"
+    message: str
+    call: str = ""  # name of the Call where it happened
+    error_type: str = ""  # exception class name, when an exception caused it
+    traceback: str = ""
+
+    def __post_init__(self):
+        if not self.kind:
+            raise EngineError("Cause.kind must be set")
+
+    def __str__(self) -> str:
+        where = f" in {self.call}" if self.call else ""
+        et = f"{self.error_type}: " if self.error_type else ""
+        return f"[{self.kind}{where}] {et}{self.message}"
+
+    @staticmethod
+    def from_exception(exc: BaseException, call: str = "") -> Cause:
+        """A cause that records the exception type, message and traceback text."""
+        kind = {InputError: "input", TransientError: "transient", WorkerDied: "worker_died"}.get(
+            type(exc), "user_code"
+        )
+        if isinstance(exc, InputError):
+            kind = "input"
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return Cause(kind, str(exc), call, type(exc).__name__, tb)
+
+    @staticmethod
+    def of(value: object, kind: str, call: str = "") -> Cause:
+        """Normalise what a user passed as a cause (text, exception or Cause)."""
+        if isinstance(value, Cause):
+            return value if not call or value.call else Cause(value.kind, value.message, call,
+                                                                value.error_type, value.traceback)
+        if isinstance(value, BaseException):
+            c = Cause.from_exception(value, call)
+            return Cause(kind, c.message, call, c.error_type, c.traceback)
+        return Cause(kind, str(value), call)

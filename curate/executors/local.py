@@ -1,0 +1,122 @@
+"""In-process executor: one thread per pool replica, each building its stage once. For tests,
+debugging and small jobs; it drives the same pure Scheduler the Ray executor does."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+from curate.batch import run_batch
+from curate.errors import Cause, EngineError
+
+
+@dataclass
+class WorkerStats:
+    """Per-replica counters, reported per pool in RunResult.metrics."""
+
+    batches: int = 0
+    busy_s: float = 0.0
+    calls_busy_s: dict[int, float] = field(default_factory=dict)
+
+
+class _Worker(threading.Thread):
+    """Runs batches of one pool; builds the pool's object once, on its first batch."""
+
+    def __init__(self, pool, plan, outbox: queue.SimpleQueue):
+        super().__init__(daemon=True, name=f"curate-{pool.name}")
+        self.pool, self.plan, self.outbox = pool, plan, outbox
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.stats = WorkerStats()
+        self._obj = None
+
+    def _fn(self, call):
+        if not self.pool.is_class:
+            return self.pool.target
+        if self._obj is None:
+            self._obj = self.pool.target(**self.pool.init)
+        return getattr(self._obj, call.method)
+
+    def run(self) -> None:
+        while True:
+            batch = self.inbox.get()
+            if batch is None:
+                return
+            call = self.plan.calls[batch.call]
+            t0 = time.perf_counter()
+            try:
+                result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
+            except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
+                result = Cause.from_exception(exc, call.name)
+            dt = time.perf_counter() - t0
+            st = self.stats
+            st.batches += 1
+            st.busy_s += dt
+            st.calls_busy_s[batch.call] = st.calls_busy_s.get(batch.call, 0.0) + dt
+            self.outbox.put((self, batch, result))
+
+
+class LocalExecutor:
+    """Threads in this process: `replicas` workers per pool."""
+
+    def __init__(self):
+        self._workers: list[list[_Worker]] = []
+
+    def execute(self, driver) -> dict:
+        plan, sched = driver.plan, driver.sched
+        outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._workers = [[_Worker(p, plan, outbox) for _ in range(p.replicas)] for p in plan.pools]
+        idle = [list(ws) for ws in self._workers]
+        for ws in self._workers:
+            for w in ws:
+                w.start()
+        busy = 0
+        try:
+            while True:
+                driver.drain()
+                driver.admit()
+                busy += self._dispatch(driver, idle)
+                if busy == 0:
+                    driver.drain()
+                    if sched.done:
+                        break
+                    if sched.can_admit() or any(sched.queues):
+                        continue
+                    raise EngineError("no batch in flight, none ready and the run is not done")
+                busy -= self._apply(sched, outbox.get(), idle)
+                while True:  # apply everything already reported before dispatching again
+                    try:
+                        busy -= self._apply(sched, outbox.get_nowait(), idle)
+                    except queue.Empty:
+                        break
+        finally:
+            for ws in self._workers:
+                for w in ws:
+                    w.inbox.put(None)
+        return {p.name: [w.stats for w in ws] for p, ws in zip(plan.pools, self._workers)}
+
+    @staticmethod
+    def _dispatch(driver, idle: list[list[_Worker]]) -> int:
+        sent = 0
+        for pool, free in enumerate(idle):
+            while free:
+                call = driver.next_call(pool)
+                if call is None:
+                    break
+                batch = driver.sched.reserve(call)
+                if batch is None:  # every ready grain was suppressed on the way out
+                    continue
+                free.pop().inbox.put(batch)
+                sent += 1
+        return sent
+
+    @staticmethod
+    def _apply(sched, msg, idle: list[list[_Worker]]) -> int:
+        worker, batch, result = msg
+        idle[worker.pool.id].append(worker)
+        if isinstance(result, Cause):
+            sched.fail(batch.id, result)
+        else:
+            sched.complete(batch.id, result)
+        return 1

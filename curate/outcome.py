@@ -1,0 +1,64 @@
+"""What a stage may return for an item, and what a run gives back per item."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from curate.errors import Cause, EngineError
+
+
+class Status(enum.IntEnum):
+    """Terminal outcome of an item. The integer codes are what the scheduler stores per grain."""
+
+    PRESENT = 1
+    DROPPED = 2  # removed by a filter, with a reason
+    FAILED = 3  # its own computation failed, with a cause
+    SUPPRESSED = 4  # never computed because of another item's failure, with that cause
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+PENDING = 0  # not terminal yet: the code stored before a grain commits
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFailure:
+    """Return in place of an item's result: the item FAILS and its not-yet-run siblings
+    (same Call, same direct parent) are SUPPRESSED. At the root level it acts as ItemFailure."""
+
+    cause: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFailure:
+    """Return in place of an item's result: this item alone FAILS with `cause`."""
+
+    cause: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One entity of an output: its lineage (input index, then ordinals), outcome and value."""
+
+    lineage: tuple[int, ...]
+    status: Status
+    value: Any = None
+    cause: Cause | str | None = None
+
+    def __post_init__(self):
+        if self.status is Status.PRESENT and self.cause is not None:
+            raise EngineError(f"PRESENT item {self.lineage} carries a cause")
+        if self.status is not Status.PRESENT and self.value is not None:
+            raise EngineError(f"{self.status} item {self.lineage} carries a value")
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """Stands in `RunResult.values()` for an item that is not PRESENT."""
+
+    lineage: tuple[int, ...]
+    status: Status
+    cause: Cause | str | None

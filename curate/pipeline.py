@@ -1,0 +1,206 @@
+"""Public declarations: domains, stages, pools and the pipeline graph. Declaring runs nothing;
+`curate.plan.compile_plan` checks the whole graph and reports every problem at once."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from curate import defaults
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller() -> str:
+    """file:line of the first frame outside curate: where the user declared something."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+        f = f.f_back
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}" if f else "<unknown>"
+
+
+class Domain:
+    """A level of the hierarchy (`Doc = Domain("doc")`, `Page = Doc.child("page")`)."""
+
+    def __init__(self, name: str, parent: Domain | None = None):
+        self.name = name
+        self.parent = parent
+
+    def child(self, name: str) -> Domain:
+        """Declare the domain one level below this one."""
+        return Domain(name, self)
+
+    @property
+    def path(self) -> str:
+        return self.name if self.parent is None else f"{self.parent.path}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"Domain({self.path!r})"
+
+
+@dataclass(eq=False)
+class Pool:
+    """One physical worker pool that several Calls share: the class is built once per worker,
+    each Call (`pool.stage("method")`) keeps its own queue, batch size and retries."""
+
+    cls: Any
+    init: dict = field(default_factory=dict)
+    replicas: int = defaults.DEFAULT_REPLICAS
+    num_cpus: float = defaults.DEFAULT_NUM_CPUS
+    num_gpus: float = 0
+    resources: dict = field(default_factory=dict)
+    runtime_env: dict | None = None
+    name: str | None = None
+    where: str = ""
+
+    def stage(self, method: str = "__call__", *, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
+              retries: int = defaults.DEFAULT_RETRIES, name: str | None = None) -> Stage:
+        """A Call on this pool that invokes `method(batch)` on the shared worker object."""
+        return Stage(self.cls, init=self.init, batch_size=batch_size, retries=retries,
+                     name=name, pool=self, method=method, where=_caller())
+
+
+@dataclass(eq=False)
+class Stage:
+    """A configured batched function or class. Stage objects used twice share one pool."""
+
+    fn: Any
+    init: dict = field(default_factory=dict)
+    batch_size: int = defaults.DEFAULT_BATCH_SIZE
+    replicas: int = defaults.DEFAULT_REPLICAS
+    num_cpus: float = defaults.DEFAULT_NUM_CPUS
+    num_gpus: float = 0
+    retries: int = defaults.DEFAULT_RETRIES
+    resources: dict = field(default_factory=dict)
+    runtime_env: dict | None = None
+    name: str | None = None
+    pool: Pool | None = None
+    method: str = "__call__"
+    where: str = ""
+
+    @property
+    def is_class(self) -> bool:
+        return isinstance(self.fn, type)
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        base = getattr(self.fn, "__name__", type(self.fn).__name__)
+        return base if self.method == "__call__" else f"{base}.{self.method}"
+
+
+def stage(fn_or_class: Any, *, init: dict | None = None, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
+          replicas: int = defaults.DEFAULT_REPLICAS, num_cpus: float = defaults.DEFAULT_NUM_CPUS,
+          num_gpus: float = 0, retries: int = defaults.DEFAULT_RETRIES, resources: dict | None = None,
+          runtime_env: dict | None = None, name: str | None = None) -> Stage:
+    """Configure a batched stage: `fn(batch: list) -> list`, or a class built once per worker
+    with `cls(**init)` whose `__call__(batch)` does the same."""
+    return Stage(fn_or_class, init=dict(init or {}), batch_size=batch_size, replicas=replicas,
+                 num_cpus=num_cpus, num_gpus=num_gpus, retries=retries,
+                 resources=dict(resources or {}), runtime_env=runtime_env, name=name, where=_caller())
+
+
+@dataclass(frozen=True)
+class NodeDecl:
+    """One declared operation. `inputs` are node indices of the same pipeline."""
+
+    kind: str  # source | map | filter | expand | reduce | zip | broadcast
+    inputs: tuple[int, ...]
+    stage: Any = None
+    into: Domain | None = None
+    on_child_failure: str = "suppress"
+    onto: int | None = None  # broadcast: the child port whose lineage the result takes
+    where: str = ""
+
+
+class Port:
+    """The values of one node at every entity of its domain. Methods declare new nodes."""
+
+    def __init__(self, pipeline: Pipeline, node: int, domain: Domain, lineage: tuple[int, ...]):
+        self.pipeline = pipeline
+        self.node = node
+        self.domain = domain
+        self.lineage = lineage  # expand nodes from the root down to this port's entities
+
+    def _add(self, decl: NodeDecl, domain: Domain, lineage: tuple[int, ...]) -> Port:
+        return self.pipeline._add(decl, domain, lineage)
+
+    def expand(self, stage: Any, *, into: Domain) -> Port:
+        """Each item becomes an ordered list of children in `into` (a child domain)."""
+        decl = NodeDecl("expand", (self.node,), stage, into=into, where=_caller())
+        node = len(self.pipeline.nodes)  # the expand node itself opens the children's lineage
+        return self._add(decl, into, self.lineage + (node,))
+
+    def map(self, stage: Any) -> Port:
+        """One output per item, same domain."""
+        return self._add(NodeDecl("map", (self.node,), stage, where=_caller()), self.domain, self.lineage)
+
+    def filter(self, stage: Any) -> Port:
+        """Keep items whose stage result is true (or `(True, _)`); others are DROPPED with a reason."""
+        return self._add(NodeDecl("filter", (self.node,), stage, where=_caller()), self.domain, self.lineage)
+
+    def reduce(self, stage: Any, *, on_child_failure: str = "suppress") -> Port:
+        """Each parent gets one value from the ordered list of its PRESENT children.
+        A FAILED/SUPPRESSED child SUPPRESSES the parent, or with `on_child_failure="drop"` is left out."""
+        decl = NodeDecl("reduce", (self.node,), stage, on_child_failure=on_child_failure, where=_caller())
+        parent = self.domain.parent or self.domain
+        return self._add(decl, parent, self.lineage[:-1])
+
+    def broadcast(self, onto: Port) -> Port:
+        """Project this port's value onto every child entity of `onto`'s lineage."""
+        decl = NodeDecl("broadcast", (self.node,), onto=onto.node, where=_caller())
+        if onto.pipeline is not self.pipeline:
+            self.pipeline._problems.append(f"{decl.where}: broadcast onto a port of another pipeline; "
+                                           "both ports must come from one Pipeline")
+            return self._add(decl, self.domain, self.lineage)
+        return self._add(decl, onto.domain, onto.lineage)
+
+    def __repr__(self) -> str:
+        return f"Port(node={self.node}, domain={self.domain.path!r})"
+
+
+def zip(*ports: Port) -> Port:  # noqa: A001 - the public name the design gives it
+    """Combine aligned ports of one domain and lineage into tuples."""
+    where = _caller()
+    if not ports:
+        raise TypeError("curate.zip() needs at least one port")
+    pipe = ports[0].pipeline
+    if any(p.pipeline is not pipe for p in ports[1:]):
+        pipe._problems.append(f"{where}: zip of ports from different pipelines; "
+                              "both ports must come from one Pipeline")
+        ports = ports[:1]
+    decl = NodeDecl("zip", tuple(p.node for p in ports), where=where)
+    return pipe._add(decl, ports[0].domain, ports[0].lineage)
+
+
+class Pipeline:
+    """A dataflow over one hierarchy, rooted at `root`; `source` is the port of the inputs."""
+
+    def __init__(self, root: Domain):
+        self.root = root
+        self.nodes: list[NodeDecl] = []
+        self.ports: list[Port] = []  # ports[i] is the port of nodes[i]
+        self.outputs: dict[str, int] = {}
+        self._problems: list[str] = []
+        self.source = self._add(NodeDecl("source", (), where=_caller()), root, ())
+
+    def _add(self, decl: NodeDecl, domain: Domain, lineage: tuple[int, ...]) -> Port:
+        port = Port(self, len(self.nodes), domain, lineage)
+        self.nodes.append(decl)
+        self.ports.append(port)
+        return port
+
+    def output(self, name: str, port: Port) -> None:
+        """Name a port as an output of the run."""
+        where = _caller()
+        if port.pipeline is not self:
+            self._problems.append(f"{where}: output {name!r} is a port of another pipeline; "
+                                  "declare it from this pipeline's source")
+            return
+        if name in self.outputs:
+            self._problems.append(f"{where}: output name {name!r} is used twice; give each output its own name")
+            return
+        self.outputs[name] = port.node

@@ -1,0 +1,304 @@
+"""Compiler: a declared Pipeline -> a validated, index-based Plan the scheduler runs.
+
+Every problem is collected and raised together as one PlanError, each with a fix, before
+any worker starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from curate.errors import PlanError
+from curate.pipeline import Pipeline, Pool, Stage, stage as make_stage
+
+CALL_KINDS = ("map", "filter", "expand", "reduce")
+ON_CHILD_FAILURE = ("suppress", "drop")
+
+
+@dataclass
+class PlanNode:
+    """One node, by integer indices. Slots are per-entity cells of (status, value)."""
+
+    id: int
+    kind: str
+    where: str
+    space: int  # space of out_slot (expand: the children's space)
+    grain_space: int  # space whose entities the grains of this node live on
+    out_slot: int
+    grain_slot: int  # expand: its own cell at the parent; otherwise out_slot
+    in_slots: tuple[int, ...] = ()
+    call: int = -1
+    expand: int = -1  # reduce/broadcast: the expand node that opened the children's lineage
+    on_child_failure: str = "suppress"
+    guard_calls: tuple[int, ...] = ()  # reduce: calls on the children upstream of its input
+
+
+@dataclass
+class CallSpec:
+    """One configured use of a stage: its own FIFO queue, batch size and retries."""
+
+    id: int
+    node: int
+    kind: str
+    name: str
+    pool: int
+    method: str
+    batch_size: int
+    retries: int
+
+
+@dataclass
+class PoolSpec:
+    """A physical worker pool: `replicas` workers, each building `target` once."""
+
+    id: int
+    name: str
+    target: Any  # function, or class built with init
+    init: dict
+    replicas: int
+    num_cpus: float
+    num_gpus: float
+    resources: dict
+    runtime_env: dict | None
+    calls: list[int] = field(default_factory=list)
+
+    @property
+    def is_class(self) -> bool:
+        return isinstance(self.target, type)
+
+
+@dataclass
+class SpaceSpec:
+    """Entities created by one expand (or the roots): their domain and parent space."""
+
+    id: int
+    domain: str
+    parent: int  # -1 for the roots
+    expand: int  # node that creates them; -1 for the roots
+    depth: int
+    slots: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """The validated pipeline: nodes in topological order, spaces, slots, calls, pools, outputs."""
+
+    nodes: list[PlanNode]
+    spaces: list[SpaceSpec]
+    slot_space: list[int]
+    consumers: list[list[tuple[int, str]]]  # per slot: (node, "same" | "reduce" | "bcast")
+    calls: list[CallSpec]
+    pools: list[PoolSpec]
+    outputs: dict[str, int]  # name -> node
+    source_slot: int
+
+    def __post_init__(self):
+        self.nodes_by_id = {n.id: n for n in self.nodes}
+
+    def output_slot(self, name: str) -> int:
+        return self.nodes[self.outputs[name]].out_slot
+
+
+def compile_plan(pipe: Pipeline) -> Plan:
+    """Validate `pipe` and lower it to a Plan, or raise PlanError listing every problem."""
+    problems = list(pipe._problems)
+    stages = _check_stages(pipe, problems)
+    _check_structure(pipe, problems)
+    needed = _needed_nodes(pipe, problems)
+    if problems:
+        raise PlanError(problems)
+    return _lower(pipe, stages, needed)
+
+
+def _describe(pipe: Pipeline, i: int) -> str:
+    d = pipe.nodes[i]
+    st = d.stage
+    what = f" {st.label}" if isinstance(st, Stage) else ""
+    return f"{d.where}: {d.kind}{what}"
+
+
+def _check_stages(pipe: Pipeline, problems: list[str]) -> dict[int, Stage]:
+    stages: dict[int, Stage] = {}
+    for i, d in enumerate(pipe.nodes):
+        if d.kind not in CALL_KINDS:
+            continue
+        st = d.stage
+        if not isinstance(st, Stage):
+            if not callable(st):
+                problems.append(f"{d.where}: {d.kind} got {st!r}, which is not callable; pass a "
+                                "function or class taking a batch (list), or cu.stage(fn, ...)")
+                continue
+            st = make_stage(st)
+        stages[i] = st
+        problems.extend(f"{d.where}: {d.kind} {st.label}: {p}" for p in _stage_problems(st))
+    return stages
+
+
+def _stage_problems(st: Stage) -> list[str]:
+    out = []
+    target = st.fn
+    if isinstance(target, type):
+        if not callable(getattr(target, st.method, None)):
+            out.append(f"class {target.__name__} has no method {st.method!r}; define it as "
+                       f"`def {st.method}(self, batch: list) -> list`")
+    elif not callable(target):
+        out.append(f"{target!r} is not callable; pass a function or a class")
+    if not isinstance(st.init, dict):
+        out.append("init must be a dict of keyword arguments for the class")
+    elif st.init and not isinstance(target, type):
+        out.append("init= is only for classes (built once per worker); a function takes no init")
+    for field_name, minimum in (("batch_size", 1), ("replicas", 1), ("retries", 0)):
+        v = getattr(st.pool, field_name, None) if field_name == "replicas" and st.pool else getattr(st, field_name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            out.append(f"{field_name}={v!r}; it must be an integer >= {minimum}")
+    src = st.pool or st
+    for field_name in ("num_cpus", "num_gpus"):
+        v = getattr(src, field_name)
+        if not isinstance(v, (int, float)) or v < 0:
+            out.append(f"{field_name}={v!r}; it must be a number >= 0 (fractions are fine)")
+    return out
+
+
+def _check_structure(pipe: Pipeline, problems: list[str]) -> None:
+    ports = pipe.ports
+    for i, d in enumerate(pipe.nodes):
+        here = _describe(pipe, i)
+        if d.kind == "expand":
+            src = ports[d.inputs[0]].domain
+            if d.into is None or d.into.parent is not src:
+                into = d.into.path if d.into is not None else None
+                problems.append(f"{here}: expand from {src.path!r} into {into!r}, which is not a child "
+                                f"of {src.path!r}; declare it as {src.name}.child(...) or expand a port of its parent")
+        elif d.kind == "reduce":
+            p = ports[d.inputs[0]]
+            if not p.lineage:
+                problems.append(f"{here}: reduce of a {p.domain.path!r} port that no expand produced "
+                                "(nothing to reduce into); reduce a port that comes from .expand(...)")
+            if d.on_child_failure not in ON_CHILD_FAILURE:
+                problems.append(f"{here}: on_child_failure={d.on_child_failure!r}; use one of {ON_CHILD_FAILURE}")
+        elif d.kind == "zip":
+            first = ports[d.inputs[0]]
+            for j in d.inputs[1:]:
+                p = ports[j]
+                if p.domain is not first.domain:
+                    problems.append(f"{here}: zip of a {first.domain.path!r} port with a {p.domain.path!r} "
+                                    "port; zip only ports of one domain (use broadcast to bring a parent down)")
+                elif p.lineage != first.lineage:
+                    problems.append(f"{here}: zip of {first.domain.path!r} ports from different expands "
+                                    "(different lineages); zip ports derived from the same expand")
+        elif d.kind == "broadcast" and d.onto is not None and d.onto < len(ports):
+            parent, onto = ports[d.inputs[0]], ports[d.onto]
+            if not onto.lineage or onto.lineage[:-1] != parent.lineage:
+                problems.append(f"{here}: broadcast of a {parent.domain.path!r} port onto a "
+                                f"{onto.domain.path!r} port that is not its children's; broadcast onto "
+                                "a port derived from an expand of this port's entities")
+    if not pipe.outputs:
+        problems.append("the pipeline has no outputs; name at least one with pipe.output(name, port)")
+
+
+def _needed_nodes(pipe: Pipeline, problems: list[str]) -> set[int]:
+    """Nodes whose values reach an output, plus the expands that open their lineages."""
+    needed: set[int] = set()
+    stack = list(pipe.outputs.values())
+    while stack:
+        i = stack.pop()
+        if i in needed:
+            continue
+        needed.add(i)
+        stack.extend(pipe.nodes[i].inputs)
+        stack.extend(pipe.ports[i].lineage)
+    for i, d in enumerate(pipe.nodes):
+        if i not in needed and d.kind != "source":
+            problems.append(f"{_describe(pipe, i)} reaches no output; name its result with "
+                            "pipe.output(...) or remove it")
+    return needed
+
+
+def _lower(pipe: Pipeline, stages: dict[int, Stage], needed: set[int]) -> Plan:
+    spaces = [SpaceSpec(0, pipe.root.name, -1, -1, 0)]
+    space_of_lineage: dict[tuple[int, ...], int] = {(): 0}
+    slot_space: list[int] = []
+    nodes: list[PlanNode] = []
+    node_of: dict[int, PlanNode] = {}
+
+    def new_slot(space: int) -> int:
+        slot_space.append(space)
+        spaces[space].slots.append(len(slot_space) - 1)
+        return len(slot_space) - 1
+
+    for i, d in enumerate(pipe.nodes):
+        if i not in needed:
+            continue
+        port = pipe.ports[i]
+        if d.kind == "expand":
+            parent_space = space_of_lineage[pipe.ports[d.inputs[0]].lineage]
+            sp = SpaceSpec(len(spaces), d.into.name, parent_space, i, spaces[parent_space].depth + 1)
+            spaces.append(sp)
+            space_of_lineage[port.lineage] = sp.id
+            grain = new_slot(parent_space)
+            out = new_slot(sp.id)
+            n = PlanNode(i, "expand", d.where, sp.id, parent_space, out, grain)
+        else:
+            space = space_of_lineage[port.lineage]
+            out = new_slot(space)
+            n = PlanNode(i, d.kind, d.where, space, space, out, out, on_child_failure=d.on_child_failure)
+            if d.kind in ("reduce", "broadcast"):
+                lin = pipe.ports[d.inputs[0] if d.kind == "reduce" else d.onto].lineage
+                n.expand = lin[-1]
+        n.in_slots = tuple(node_of[j].out_slot for j in d.inputs)
+        node_of[i] = n
+        nodes.append(n)
+
+    calls, pools = _lower_calls(pipe, stages, nodes)
+    consumers: list[list[tuple[int, str]]] = [[] for _ in slot_space]
+    for n in nodes:
+        rel = {"reduce": "reduce", "broadcast": "bcast"}.get(n.kind, "same")
+        for s in n.in_slots:
+            consumers[s].append((n.id, rel))
+        if n.kind == "reduce":
+            n.guard_calls = _upstream_calls(nodes, node_of, n.in_slots[0], slot_space)
+    return Plan(nodes, spaces, slot_space, consumers, calls, pools,
+                dict(pipe.outputs), node_of[0].out_slot)
+
+
+def _upstream_calls(nodes, node_of, slot: int, slot_space: list[int]) -> tuple[int, ...]:
+    """Calls whose grains live in `slot`'s space and feed it: their group failures taint a reduce."""
+    by_slot = {n.out_slot: n for n in nodes}
+    space = slot_space[slot]
+    out, stack, seen = [], [slot], set()
+    while stack:
+        s = stack.pop()
+        n = by_slot.get(s)
+        if n is None or s in seen or n.space != space:
+            continue
+        seen.add(s)
+        if n.call >= 0 and n.grain_space == space:
+            out.append(n.call)
+        stack.extend(n.in_slots)
+    return tuple(sorted(out))
+
+
+def _lower_calls(pipe: Pipeline, stages: dict[int, Stage], nodes: list[PlanNode]):
+    calls: list[CallSpec] = []
+    pools: list[PoolSpec] = []
+    pool_of: dict[int, int] = {}
+    names: dict[str, int] = {}
+    for n in nodes:
+        if n.kind not in CALL_KINDS:
+            continue
+        st = stages[n.id]
+        owner: Pool | Stage = st.pool or st
+        if id(owner) not in pool_of:
+            pool_of[id(owner)] = len(pools)
+            label = owner.name or getattr(owner.cls if isinstance(owner, Pool) else owner.fn, "__name__", "pool")
+            pools.append(PoolSpec(len(pools), label, st.fn, dict(st.init), owner.replicas, owner.num_cpus,
+                                  owner.num_gpus, dict(owner.resources), owner.runtime_env))
+        pool = pool_of[id(owner)]
+        name = st.label
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:
+            name = f"{name}#{names[name]}"
+        n.call = len(calls)
+        calls.append(CallSpec(n.call, n.id, n.kind, name, pool, st.method, st.batch_size, st.retries))
+        pools[pool].calls.append(n.call)
+    return calls, pools

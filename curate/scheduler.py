@@ -1,0 +1,351 @@
+"""The pure runtime: grain states, per-Call FIFO ready queues, reservation across parents and
+windows, commit, completion-driven reduce, group-failure barriers, retries with generations,
+poison isolation, admission. No Ray, no clock, no threads: executors call `admit`,
+`reserve`, `complete` and `fail`, and read `pop_finished`."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from curate import defaults
+from curate.batch import DROPPED, FAILED, GROUP, PRESENT, BatchReport
+from curate.errors import Cause, EngineError
+from curate.lineage import KEY_BITS, KEY_MASK, Layout, Window
+from curate.outcome import PENDING
+from curate.plan import Plan
+
+SUPPRESSED = 4
+
+
+@dataclass(slots=True)
+class Batch:
+    """Up to batch_size grains of one Call, possibly from many parents and windows.
+    `id` is the attempt token: a report for an id that is no longer in flight is dropped."""
+
+    id: int
+    call: int
+    keys: list[int]
+    gens: list[int]
+    inputs: list
+
+
+@dataclass(slots=True)
+class CallCounters:
+    """What the scheduler saw of one Call."""
+
+    batches: int = 0
+    items: int = 0  # grains that entered the stage, retries included
+    retries: int = 0  # grains sent back to the queue after a failed attempt
+    suppressed: int = 0  # grains never run (or not committed) because a sibling group-failed
+    failed: int = 0
+    dropped: int = 0
+
+
+class Scheduler:
+    """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees."""
+
+    def __init__(self, plan: Plan, *, inflight: int = defaults.DEFAULT_INFLIGHT):
+        if inflight < 1:
+            raise ValueError(f"inflight={inflight}; admit at least one input window")
+        self.plan = plan
+        self.layout = Layout(plan)
+        self.inflight = inflight
+        self.windows: dict[int, Window] = {}
+        self.queues = [deque() for _ in plan.calls]
+        self.in_flight: dict[int, Batch] = {}
+        self.counters = [CallCounters() for _ in plan.calls]
+        self.stale_reports = 0
+        self.input_closed = False
+        self._retry: dict[tuple[int, int], list[int]] = {}  # (call, key) -> [generation, cap, attempts]
+        self._finished: list[tuple[Window, int]] = []
+        self._next_wid = 0
+        self._next_bid = 0
+        self._next_base = 0
+        nodes = plan.nodes_by_id
+        self._node = nodes
+        self._call_node = [nodes[c.node] for c in plan.calls]
+        self._reduces_of = {e: [n for n in plan.nodes if n.kind == "reduce" and n.expand == e]
+                            for e in self.layout.expand_space}
+        self._bcasts_of = {e: [n for n in plan.nodes if n.kind == "broadcast" and n.expand == e]
+                           for e in self.layout.expand_space}
+        self._consumers = [[(nodes[i], rel) for i, rel in cs] for cs in plan.consumers]
+
+    # ---- admission ------------------------------------------------------------------------
+    def can_admit(self) -> bool:
+        return not self.input_closed and len(self.windows) < self.inflight
+
+    def admit(self, keys: list, values: list) -> int:
+        """Admit one input window of roots (stable keys and input values); returns its id."""
+        if not self.can_admit():
+            raise EngineError("admit() called while the admission window is full or input closed")
+        if len(keys) != len(values) or not keys:
+            raise EngineError("admit() needs one key per value and at least one root")
+        wid = self._next_wid
+        self._next_wid += 1
+        w = Window(wid, self._next_base, keys, self.layout)
+        self._next_base += len(keys)
+        self.windows[wid] = w
+        src = self.plan.source_slot
+        w.status[src][:] = bytes([PRESENT]) * len(keys)
+        w.value[src][:] = values
+        for r in range(len(keys)):
+            if w.root_open[r] == 0:
+                self._finished.append((w, r))
+            self._notify(w, src, r)
+        return wid
+
+    def close_input(self) -> None:
+        self.input_closed = True
+
+    @property
+    def done(self) -> bool:
+        return self.input_closed and not self.windows
+
+    def live_entities(self) -> int:
+        return sum(w.size() for w in self.windows.values())
+
+    # ---- reservation ----------------------------------------------------------------------
+    def ready(self, call: int) -> int:
+        return len(self.queues[call])
+
+    def reserve(self, call: int, limit: int | None = None) -> Batch | None:
+        """Take up to batch_size ready grains of `call` from its queue head, any parents."""
+        q = self.queues[call]
+        spec = self.plan.calls[call]
+        cap = spec.batch_size if limit is None else min(limit, spec.batch_size)
+        node = self._call_node[call]
+        nested = node.grain_space != 0
+        keys: list[int] = []
+        gens: list[int] = []
+        windows, retry = self.windows, self._retry
+        while q and len(keys) < cap:
+            key = q[0]
+            gen = 0
+            if retry:
+                st = retry.get((call, key))
+                if st is not None:
+                    if len(keys) >= st[1]:
+                        break
+                    cap = min(cap, st[1])
+                    gen = st[0]
+            q.popleft()
+            if nested:
+                w = windows[key >> KEY_BITS]
+                if w.barriers:
+                    idx = key & KEY_MASK
+                    bar = w.barriers.get((call, w.parent[node.grain_space][idx]))
+                    if bar is not None:
+                        retry.pop((call, key), None)
+                        self.counters[call].suppressed += 1
+                        self._resolve_grain(node, w, idx, SUPPRESSED, bar)
+                        continue
+            keys.append(key)
+            gens.append(gen)
+        if not keys:
+            return None
+        inputs = [self._input(node, windows[k >> KEY_BITS], k & KEY_MASK) for k in keys]
+        bid = self._next_bid
+        self._next_bid += 1
+        b = Batch(bid, call, keys, gens, inputs)
+        self.in_flight[bid] = b
+        c = self.counters[call]
+        c.batches += 1
+        c.items += len(keys)
+        return b
+
+    def _input(self, node, w: Window, idx: int):
+        if node.kind != "reduce":
+            return w.value[node.in_slots[0]][idx]
+        slot = node.in_slots[0]
+        f, n = w.first[node.expand][idx], w.count[node.expand][idx]
+        st, val = w.status[slot], w.value[slot]
+        return [val[c] for c in range(f, f + n) if st[c] == PRESENT]
+
+    # ---- reports --------------------------------------------------------------------------
+    def complete(self, batch_id: int, report: BatchReport) -> bool:
+        """Commit a batch's outcomes. Returns False (and changes nothing) for a stale or
+        duplicate report."""
+        b = self.in_flight.pop(batch_id, None)
+        if b is None:
+            self.stale_reports += 1
+            return False
+        call = b.call
+        node = self._call_node[call]
+        kind, nested, gspace = node.kind, node.grain_space != 0, node.grain_space
+        codes, values, causes = report.codes, report.values, report.causes
+        if len(values) != len(b.keys):
+            raise EngineError(f"report of batch {batch_id} has {len(values)} values for {len(b.keys)} grains")
+        windows, retry, cnt = self.windows, self._retry, self.counters[call]
+        for i, key in enumerate(b.keys):
+            w = windows[key >> KEY_BITS]
+            idx = key & KEY_MASK
+            if retry:
+                retry.pop((call, key), None)
+            if nested and w.barriers:
+                bar = w.barriers.get((call, w.parent[gspace][idx]))
+                if bar is not None:  # a sibling group-failed while this one was in flight
+                    cnt.suppressed += 1
+                    self._resolve_grain(node, w, idx, SUPPRESSED, bar)
+                    continue
+            code = PRESENT if codes is None else codes[i]
+            if code == PRESENT:
+                if kind == "expand":
+                    self._commit_expand(node, w, idx, values[i])
+                elif kind == "filter":
+                    self._settle(w, node.out_slot, idx, PRESENT, w.value[node.in_slots[0]][idx])
+                else:
+                    self._settle(w, node.out_slot, idx, PRESENT, values[i])
+            elif code == DROPPED:
+                cnt.dropped += 1
+                self._resolve_grain(node, w, idx, DROPPED, causes[i])
+            else:
+                if code == GROUP and nested:
+                    w.barriers[(call, w.parent[gspace][idx])] = causes[i]
+                cnt.failed += 1
+                self._resolve_grain(node, w, idx, FAILED, causes[i])
+        return True
+
+    def fail(self, batch_id: int, cause: Cause) -> bool:
+        """An attempt failed (exception, dead worker): requeue its grains with generation+1 at
+        the queue head, capped to half the batch so repeated failures isolate the poison item;
+        an isolated grain out of retries (or with bad input) is FAILED."""
+        b = self.in_flight.pop(batch_id, None)
+        if b is None:
+            self.stale_reports += 1
+            return False
+        call, n = b.call, len(b.keys)
+        spec, node, cnt = self.plan.calls[call], self._call_node[call], self.counters[call]
+        requeue = []
+        for key in b.keys:
+            st = self._retry.setdefault((call, key), [0, spec.batch_size, 0])
+            st[0] += 1
+            if n > 1:
+                st[1] = min(st[1], (n + 1) // 2)
+            else:
+                st[2] += 1
+                if st[2] > spec.retries or cause.kind == "input" or st[0] >= defaults.MAX_GENERATION:
+                    del self._retry[(call, key)]
+                    cnt.failed += 1
+                    self._resolve_grain(node, self.windows[key >> KEY_BITS], key & KEY_MASK, FAILED, cause)
+                    continue
+            requeue.append(key)
+        cnt.retries += len(requeue)
+        self.queues[call].extendleft(reversed(requeue))
+        return True
+
+    # ---- state transitions ----------------------------------------------------------------
+    def _settle(self, w: Window, slot: int, idx: int, status: int, value=None, cause=None) -> None:
+        st = w.status[slot]
+        if st[idx] != PENDING:
+            raise EngineError(f"slot {slot} of entity {idx} settled twice")
+        st[idx] = status
+        if status == PRESENT:
+            w.value[slot][idx] = value
+        else:
+            w.causes[(slot, idx)] = cause
+        r = w.root[self.layout.slot_space[slot]][idx]
+        w.root_open[r] -= 1
+        if w.root_open[r] == 0:
+            self._finished.append((w, r))
+        self._notify(w, slot, idx)
+
+    def _resolve_grain(self, node, w: Window, idx: int, status: int, cause) -> None:
+        """A grain ends without a value: its cell (and for an expand, its reduces) say why."""
+        self._settle(w, node.grain_slot, idx, status, None, cause)
+        if node.kind == "expand":
+            for r in self._reduces_of[node.id]:
+                self._settle(w, r.out_slot, idx, status, None, cause)
+
+    def _notify(self, w: Window, slot: int, idx: int) -> None:
+        for n, rel in self._consumers[slot]:
+            if rel == "same":
+                if n.kind == "zip":
+                    pend = w.pending[n.id]
+                    pend[idx] -= 1
+                    if pend[idx] == 0:
+                        self._resolve_zip(n, w, idx)
+                else:
+                    self._ready(n, w, idx)
+            elif rel == "reduce":
+                p = w.parent[self.layout.slot_space[slot]][idx]
+                rem = w.remaining[n.id]
+                rem[p] -= 1
+                if rem[p] == 0:
+                    self._reduce_ready(n, w, p)
+            else:  # bcast: this slot is the parent value of a broadcast
+                f, c = w.first[n.expand][idx], w.count[n.expand][idx]
+                for child in range(f, f + c):
+                    self._resolve_bcast(n, w, child, idx)
+
+    def _ready(self, n, w: Window, idx: int) -> None:
+        """The input of a Call node at `idx` is terminal: queue the grain or pass the issue on."""
+        src = n.in_slots[0]
+        st = w.status[src][idx]
+        if st == PRESENT:
+            self.queues[n.call].append((w.wid << KEY_BITS) | idx)
+        else:
+            self._resolve_grain(n, w, idx, st, w.causes[(src, idx)])
+
+    def _commit_expand(self, n, w: Window, p: int, children: list) -> None:
+        first = w.add_children(self.layout, n.id, p, children)
+        for r in self._reduces_of[n.id]:
+            w.remaining[r.id][p] = len(children)
+        self._settle(w, n.grain_slot, p, PRESENT, None)
+        out = n.out_slot
+        for c in range(first, first + len(children)):
+            self._notify(w, out, c)
+        for b in self._bcasts_of[n.id]:
+            if w.status[b.in_slots[0]][p] != PENDING:
+                for c in range(first, first + len(children)):
+                    self._resolve_bcast(b, w, c, p)
+        if not children:
+            for r in self._reduces_of[n.id]:
+                self._reduce_ready(r, w, p)
+
+    def _reduce_ready(self, n, w: Window, p: int) -> None:
+        """All children of `p` are terminal at the reduce's input: queue it, or suppress it."""
+        slot = n.in_slots[0]
+        f, c = w.first[n.expand][p], w.count[n.expand][p]
+        st = w.status[slot]
+        bad = next((i for i in range(f, f + c) if st[i] >= FAILED), None)
+        if bad is not None:
+            cause = w.causes[(slot, bad)]
+            if n.on_child_failure == "drop":
+                # A group failure makes which siblings ran depend on timing: the group is void.
+                bars = [w.barriers[(k, p)] for k in n.guard_calls if (k, p) in w.barriers]
+                cause = bars[0] if bars else None
+            if cause is not None:
+                self.counters[n.call].suppressed += 1
+                self._settle(w, n.out_slot, p, SUPPRESSED, None, cause)
+                return
+        self.queues[n.call].append((w.wid << KEY_BITS) | p)
+
+    def _resolve_zip(self, n, w: Window, idx: int) -> None:
+        for s in n.in_slots:
+            st = w.status[s][idx]
+            if st != PRESENT:
+                self._settle(w, n.out_slot, idx, st, None, w.causes[(s, idx)])
+                return
+        self._settle(w, n.out_slot, idx, PRESENT, tuple(w.value[s][idx] for s in n.in_slots))
+
+    def _resolve_bcast(self, n, w: Window, child: int, p: int) -> None:
+        src = n.in_slots[0]
+        st = w.status[src][p]
+        if st == PRESENT:
+            self._settle(w, n.out_slot, child, PRESENT, w.value[src][p])
+        else:
+            self._settle(w, n.out_slot, child, st, None, w.causes[(src, p)])
+
+    # ---- completion -----------------------------------------------------------------------
+    def pop_finished(self) -> list[tuple[Window, int]]:
+        """Roots whose every cell is terminal, in completion order, since the last call.
+        The caller reads their rows, then calls `release(window, root)`."""
+        out, self._finished = self._finished, []
+        return out
+
+    def release(self, w: Window, root: int) -> None:
+        """The rows of `root` were taken; a window whose roots are all taken is dropped."""
+        w.roots_left -= 1
+        if w.roots_left == 0:
+            del self.windows[w.wid]

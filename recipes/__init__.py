@@ -1,0 +1,1 @@
+"""Recipe files (YAML) shipped with curate. Empty until the recipe issue lands."""
