@@ -13,10 +13,11 @@ from curate import defaults
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def _caller() -> str:
-    """file:line of the first frame outside curate: where the user declared something."""
-    f = sys._getframe(1)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+def _caller(skip: int = 0) -> str:
+    """file:line of the first frame outside curate: where the user declared something.
+    `skip` passes over frames that are not files (a dataclass's generated __init__)."""
+    f = sys._getframe(1 + skip)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR + os.sep):
         f = f.f_back
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}" if f else "<unknown>"
 
@@ -54,6 +55,9 @@ class Pool:
     runtime_env: dict | None = None
     name: str | None = None
     where: str = ""
+
+    def __post_init__(self):
+        self.where = self.where or _caller(skip=2)
 
     def stage(self, method: str = "__call__", *, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
               retries: int = defaults.DEFAULT_RETRIES, name: str | None = None) -> Stage:
@@ -132,6 +136,11 @@ class Port:
         """Each item becomes an ordered list of children in `into` (a child domain)."""
         decl = NodeDecl("expand", (self.node,), stage, into=into, where=_caller())
         node = len(self.pipeline.nodes)  # the expand node itself opens the children's lineage
+        if not isinstance(into, Domain):
+            self.pipeline._problems.append(f"{decl.where}: expand into={into!r}, which is not a Domain; "
+                                           f"pass a domain declared with {self.domain.name}.child(...)")
+            return self._add(NodeDecl("expand", (self.node,), stage, into=None, where=decl.where),
+                             self.domain.child("?"), self.lineage + (node,))
         return self._add(decl, into, self.lineage + (node,))
 
     def map(self, stage: Any) -> Port:
@@ -155,7 +164,7 @@ class Port:
         if onto.pipeline is not self.pipeline:
             self.pipeline._problems.append(f"{decl.where}: broadcast onto a port of another pipeline; "
                                            "both ports must come from one Pipeline")
-            return self._add(decl, self.domain, self.lineage)
+            return self._add(NodeDecl("broadcast", (self.node,), where=decl.where), self.domain, self.lineage)
         return self._add(decl, onto.domain, onto.lineage)
 
     def __repr__(self) -> str:

@@ -113,12 +113,15 @@ def compile_plan(pipe: Pipeline) -> Plan:
 def _describe(pipe: Pipeline, i: int) -> str:
     d = pipe.nodes[i]
     st = d.stage
+    if not isinstance(st, Stage) and callable(st):
+        st = make_stage(st)
     what = f" {st.label}" if isinstance(st, Stage) else ""
     return f"{d.where}: {d.kind}{what}"
 
 
 def _check_stages(pipe: Pipeline, problems: list[str]) -> dict[int, Stage]:
     stages: dict[int, Stage] = {}
+    seen_pools: set[int] = set()
     for i, d in enumerate(pipe.nodes):
         if d.kind not in CALL_KINDS:
             continue
@@ -131,6 +134,10 @@ def _check_stages(pipe: Pipeline, problems: list[str]) -> dict[int, Stage]:
             st = make_stage(st)
         stages[i] = st
         problems.extend(f"{d.where}: {d.kind} {st.label}: {p}" for p in _stage_problems(st))
+        if st.pool is not None and id(st.pool) not in seen_pools:
+            seen_pools.add(id(st.pool))
+            problems.extend(f"{d.where}: Pool {st.label} (declared at {st.pool.where}): {p}"
+                            for p in _pool_problems(st.pool))
     return stages
 
 
@@ -147,15 +154,28 @@ def _stage_problems(st: Stage) -> list[str]:
         out.append("init must be a dict of keyword arguments for the class")
     elif st.init and not isinstance(target, type):
         out.append("init= is only for classes (built once per worker); a function takes no init")
-    for field_name, minimum in (("batch_size", 1), ("replicas", 1), ("retries", 0)):
-        v = getattr(st.pool, field_name, None) if field_name == "replicas" and st.pool else getattr(st, field_name)
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            out.append(f"{field_name}={v!r}; it must be an integer >= {minimum}")
-    src = st.pool or st
+    out += _number_problems(st, (("batch_size", 1), ("retries", 0)))
+    if st.pool is None:
+        out += _pool_problems(st)
+    return out
+
+
+def _pool_problems(src: Pool | Stage) -> list[str]:
+    """Settings of the physical workers: on the Pool, or on a Stage that is its own pool."""
+    out = _number_problems(src, (("replicas", 1),))
     for field_name in ("num_cpus", "num_gpus"):
         v = getattr(src, field_name)
-        if not isinstance(v, (int, float)) or v < 0:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
             out.append(f"{field_name}={v!r}; it must be a number >= 0 (fractions are fine)")
+    return out
+
+
+def _number_problems(src, fields) -> list[str]:
+    out = []
+    for field_name, minimum in fields:
+        v = getattr(src, field_name)
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            out.append(f"{field_name}={v!r}; it must be an integer >= {minimum}")
     return out
 
 
@@ -256,25 +276,27 @@ def _lower(pipe: Pipeline, stages: dict[int, Stage], needed: set[int]) -> Plan:
         for s in n.in_slots:
             consumers[s].append((n.id, rel))
         if n.kind == "reduce":
-            n.guard_calls = _upstream_calls(nodes, node_of, n.in_slots[0], slot_space)
+            n.guard_calls = _upstream_calls(nodes, n.in_slots[0], slot_space[n.in_slots[0]])
     return Plan(nodes, spaces, slot_space, consumers, calls, pools,
                 dict(pipe.outputs), node_of[0].out_slot)
 
 
-def _upstream_calls(nodes, node_of, slot: int, slot_space: list[int]) -> tuple[int, ...]:
-    """Calls whose grains live in `slot`'s space and feed it: their group failures taint a reduce."""
+def _upstream_calls(nodes: list[PlanNode], slot: int, space: int) -> tuple[int, ...]:
+    """Calls whose grains live in `space` and feed `slot` (through values, or through the
+    expand a reduce closes): their group failures make a drop-mode reduce timing-dependent."""
     by_slot = {n.out_slot: n for n in nodes}
-    space = slot_space[slot]
-    out, stack, seen = [], [slot], set()
+    by_id = {n.id: n for n in nodes}
+    out, stack, seen = set(), [by_slot[slot]], set()
     while stack:
-        s = stack.pop()
-        n = by_slot.get(s)
-        if n is None or s in seen or n.space != space:
+        n = stack.pop()
+        if n.id in seen or n.grain_space != space:
             continue
-        seen.add(s)
-        if n.call >= 0 and n.grain_space == space:
-            out.append(n.call)
-        stack.extend(n.in_slots)
+        seen.add(n.id)
+        if n.call >= 0:
+            out.add(n.call)
+        stack.extend(by_slot[s] for s in n.in_slots)
+        if n.kind == "reduce":
+            stack.append(by_id[n.expand])
     return tuple(sorted(out))
 
 
@@ -282,7 +304,8 @@ def _lower_calls(pipe: Pipeline, stages: dict[int, Stage], nodes: list[PlanNode]
     calls: list[CallSpec] = []
     pools: list[PoolSpec] = []
     pool_of: dict[int, int] = {}
-    names: dict[str, int] = {}
+    names: dict[str, int] = {}  # pool names
+    call_names: dict[str, int] = {}
     for n in nodes:
         if n.kind not in CALL_KINDS:
             continue
@@ -291,14 +314,18 @@ def _lower_calls(pipe: Pipeline, stages: dict[int, Stage], nodes: list[PlanNode]
         if id(owner) not in pool_of:
             pool_of[id(owner)] = len(pools)
             label = owner.name or getattr(owner.cls if isinstance(owner, Pool) else owner.fn, "__name__", "pool")
+            label = _unique(label, names)
             pools.append(PoolSpec(len(pools), label, st.fn, dict(st.init), owner.replicas, owner.num_cpus,
                                   owner.num_gpus, dict(owner.resources), owner.runtime_env))
         pool = pool_of[id(owner)]
-        name = st.label
-        names[name] = names.get(name, 0) + 1
-        if names[name] > 1:
-            name = f"{name}#{names[name]}"
+        name = _unique(st.label, call_names)
         n.call = len(calls)
         calls.append(CallSpec(n.call, n.id, n.kind, name, pool, st.method, st.batch_size, st.retries))
         pools[pool].calls.append(n.call)
     return calls, pools
+
+
+def _unique(name: str, taken: dict[str, int]) -> str:
+    """`name`, or `name#2`, `name#3`... if it was taken before."""
+    taken[name] = taken.get(name, 0) + 1
+    return name if taken[name] == 1 else f"{name}#{taken[name]}"
