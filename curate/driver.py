@@ -7,6 +7,7 @@ import itertools
 import time
 from typing import Any, Callable, Iterable
 
+from curate.errors import CurateError
 from curate.outcome import Item, Status
 from curate.plan import Plan
 from curate.scheduler import Scheduler
@@ -17,8 +18,10 @@ class MemorySink:
 
     def __init__(self, outputs: Iterable[str]):
         self.rows: dict[str, dict[int, list[Item]]] = {name: {} for name in outputs}
+        self.keys: dict[int, str] = {}
 
     def write_root(self, input_index: int, root_key: str, rows: dict[str, list[Item]]) -> None:
+        self.keys[input_index] = root_key
         for name, items in rows.items():
             self.rows[name][input_index] = items
 
@@ -32,7 +35,11 @@ class Driver:
             raise ValueError(f"input_batch_size={input_batch_size}; use at least 1")
         self.plan = plan
         self.sched = scheduler
-        self._inputs = iter(inputs)
+        try:
+            self._inputs = iter(inputs)
+        except TypeError:
+            raise CurateError(f"inputs must be a list or an iterator of inputs, not "
+                              f"{type(inputs).__name__}; wrap a single input as [x]") from None
         self._window_size = input_batch_size
         self._key = key
         self._index = 0

@@ -69,21 +69,25 @@ class Cause:
     @staticmethod
     def from_exception(exc: BaseException, call: str = "") -> Cause:
         """A cause that records the exception type, message and traceback text."""
-        kind = {InputError: "input", TransientError: "transient", WorkerDied: "worker_died"}.get(
-            type(exc), "user_code"
-        )
-        if isinstance(exc, InputError):
-            kind = "input"
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return Cause(kind, str(exc), call, type(exc).__name__, tb)
+        return Cause(_kind_of(exc), str(exc), call, type(exc).__name__, tb)
 
     @staticmethod
     def of(value: object, kind: str, call: str = "") -> Cause:
-        """Normalise what a user passed as a cause (text, exception or Cause)."""
+        """Normalise what a user passed as a cause (text, exception or Cause). An exception
+        keeps its own kind when it has one (`ItemFailure(InputError(...))` is "input")."""
         if isinstance(value, Cause):
             return value if not call or value.call else Cause(value.kind, value.message, call,
                                                                 value.error_type, value.traceback)
         if isinstance(value, BaseException):
             c = Cause.from_exception(value, call)
-            return Cause(kind, c.message, call, c.error_type, c.traceback)
+            own = c.kind if isinstance(value, (InputError, TransientError, WorkerDied)) else kind
+            return Cause(own, c.message, call, c.error_type, c.traceback)
         return Cause(kind, str(value), call)
+
+
+def _kind_of(exc: BaseException) -> str:
+    for cls, kind in ((InputError, "input"), (TransientError, "transient"), (WorkerDied, "worker_died")):
+        if isinstance(exc, cls):
+            return kind
+    return "user_code"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from os import PathLike
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -81,7 +82,12 @@ class RunResult:
     def __init__(self, plan: Plan, sink: MemorySink, metrics: RunMetrics):
         self._plan = plan
         self._rows = sink.rows
+        self._keys = sink.keys
         self.metrics = metrics
+
+    def root_keys(self) -> list[str]:
+        """Stable key of every input, in input order (the `key=` of `run`)."""
+        return [self._keys[i] for i in sorted(self._keys)]
 
     def _check(self, name: str) -> None:
         if name not in self._rows:
@@ -109,8 +115,8 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = "local",
     `input_batch_size` roots form an input window; at most `inflight` windows are admitted at
     once. `key(input)` gives a root's stable key (default: its input index as text)."""
     plan = compile_plan(pipe)  # every declaration problem, before anything starts
-    if isinstance(inputs, (str, bytes)):
-        raise CurateError("inputs is a single string; pass a list (or iterator) of inputs")
+    if isinstance(inputs, (str, bytes, PathLike)):
+        raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight)
     sink = MemorySink(plan.outputs)
