@@ -51,6 +51,9 @@ class Driver:
                          for name in plan.outputs]
         # downstream-first: a free worker serves the Call nearest the outputs, so parents finish
         self._pool_calls = [sorted(p.calls, key=lambda c: -plan.calls[c].node) for p in plan.pools]
+        # Executors whose values live elsewhere (Ray: the object store) set these two hooks.
+        self.wrap_inputs: Callable[[list], list] | None = None
+        self.resolve_values: Callable[[list], list] | None = None
 
     def admit(self) -> None:
         """Admit input windows while the scheduler has room; close the input when it ends."""
@@ -63,7 +66,7 @@ class Driver:
             base = self._index
             self._index += len(values)
             keys = [self._key(v) if self._key else str(base + i) for i, v in enumerate(values)]
-            s.admit(keys, values)
+            s.admit(keys, self.wrap_inputs(values) if self.wrap_inputs else values)
 
     def next_call(self, pool: int) -> int | None:
         """The Call of `pool` a free worker should serve now, or None if none has ready grains."""
@@ -72,30 +75,40 @@ class Driver:
                 return c
         return None
 
+    def downstream_first(self, calls: list[int]) -> list[int]:
+        """`calls` ordered nearest-the-outputs first: serving them first lets parents finish."""
+        return sorted(calls, key=lambda c: -self.plan.calls[c].node)
+
     def drain(self) -> int:
         """Hand every finished root's rows to the sink and release them; returns how many."""
         fin = self.sched.pop_finished()
-        for w, r in fin:
-            rows = {name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs}
-            self.sink.write_root(w.base + r, w.keys[r], rows)
+        if not fin:
+            return 0
+        roots = [{name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs} for w, r in fin]
+        if self.resolve_values:
+            present = [row for rows in roots for items in rows.values() for row in items if row[1] == 1]
+            for row, v in zip(present, self.resolve_values([row[2] for row in present])):
+                row[2] = v
+        for (w, r), rows in zip(fin, roots):
+            items = {name: [Item(p, Status(s), v, c) for p, s, v, c in lst] for name, lst in rows.items()}
+            self.sink.write_root(w.base + r, w.keys[r], items)
             self.sched.release(w, r)
-        if fin and self.first_root_s is None:
+        if self.first_root_s is None:
             self.first_root_s = time.perf_counter() - self.started
         self.roots_done += len(fin)
         return len(fin)
 
-    def _rows(self, w, slot: int, chain: list[int], r: int) -> list[Item]:
-        out: list[Item] = []
+    @staticmethod
+    def _rows(w, slot: int, chain: list[int], r: int) -> list[list]:
+        """[lineage, status, value, cause] of every entity of one output under root `r`."""
+        out: list[list] = []
         st, val, causes = w.status[slot], w.value[slot], w.causes
         first, count = w.first, w.count
 
         def walk(level: int, idx: int, path: tuple[int, ...]) -> None:
             if level == len(chain):
                 s = st[idx]
-                if s == 1:
-                    out.append(Item(path, Status.PRESENT, val[idx]))
-                else:
-                    out.append(Item(path, Status(s), None, causes.get((slot, idx))))
+                out.append([path, s, val[idx], None] if s == 1 else [path, s, None, causes.get((slot, idx))])
                 return
             e = chain[level]
             f = first[e][idx]

@@ -121,21 +121,20 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = "local",
     sched = Scheduler(plan, inflight=inflight)
     sink = MemorySink(plan.outputs)
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
-    pool_stats = ex.execute(driver)
+    pools_run = ex.execute(driver)
     wall = time.perf_counter() - driver.started
-    return RunResult(plan, sink, _metrics(plan, sched, driver, pool_stats, wall))
+    return RunResult(plan, sink, _metrics(plan, sched, driver, pools_run, wall))
 
 
-def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pool_stats: dict, wall: float) -> RunMetrics:
+def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pools_run: list, wall: float) -> RunMetrics:
     busy = [0.0] * len(plan.calls)
     pools = {}
-    for p in plan.pools:
-        stats = pool_stats.get(p.name, [])
-        for s in stats:
+    for p in pools_run:
+        for s in p.workers:
             for c, t in s.calls_busy_s.items():
                 busy[c] += t
-        pools[p.name] = PoolMetrics(p.name, p.replicas, [plan.calls[c].name for c in p.calls],
-                                    [s.batches for s in stats], [s.busy_s for s in stats])
+        pools[p.name] = PoolMetrics(p.name, len(p.workers), [plan.calls[c].name for c in p.calls],
+                                    [s.batches for s in p.workers], [s.busy_s for s in p.workers])
     calls = {}
     for c in plan.calls:
         k = sched.counters[c.id]

@@ -1,13 +1,47 @@
-"""Shared fixtures. `executor` parametrises the semantic suite over executors; the Ray
-executor joins the list when it lands, so the same tests run against both."""
+"""Shared fixtures. `executor` parametrises the semantic suite over executors, so the same
+tests run against the local and the Ray executor; one Ray instance serves the whole session."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-EXECUTORS = ["local"]
+from recorders import LocalRecorder, RayRecorder
+
+EXECUTORS = ["local", "ray"]
+TESTS = str(Path(__file__).resolve().parent)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray for the session; its workers import test modules from tests/."""
+    import ray
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))
+    # 4 logical CPUs on a 2-core machine: pools ask for fractions, and a test's actors may still
+    # be shutting down when the next test asks for its own.
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def _ray_recorder(ray_cluster):
+    return RayRecorder.start()
 
 
 @pytest.fixture(params=EXECUTORS)
 def executor(request):
+    if request.param == "ray":
+        request.getfixturevalue("ray_cluster")
     return request.param
+
+
+@pytest.fixture
+def recorder(request, executor):
+    """An event log the stages of this test can write to, wherever they run."""
+    rec = request.getfixturevalue("_ray_recorder") if executor == "ray" else LocalRecorder()
+    rec.reset()
+    return rec

@@ -1,15 +1,39 @@
 """Executors move batches between the scheduler and workers; the semantics live in the
-scheduler. An executor implements `execute(driver) -> dict` (per-pool statistics)."""
+scheduler. An executor implements `execute(driver) -> list[PoolReport]`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from curate.errors import CurateError
 
 
+@dataclass
+class WorkerStats:
+    """One worker (thread or actor): batches run and seconds busy, per Call."""
+
+    batches: int = 0
+    busy_s: float = 0.0
+    calls_busy_s: dict[int, float] = field(default_factory=dict)
+
+    def add(self, call: int, seconds: float) -> None:
+        self.batches += 1
+        self.busy_s += seconds
+        self.calls_busy_s[call] = self.calls_busy_s.get(call, 0.0) + seconds
+
+
+@dataclass
+class PoolReport:
+    """A physical pool as an executor ran it: its Calls and per-worker statistics."""
+
+    name: str
+    calls: list[int]
+    workers: list[WorkerStats]
+
+
 class Executor(Protocol):
-    def execute(self, driver) -> dict:  # pragma: no cover - protocol
+    def execute(self, driver) -> list[PoolReport]:  # pragma: no cover - protocol
         ...
 
 
@@ -24,4 +48,9 @@ def get_executor(executor: Any, **options) -> Executor:
         from curate.executors.local import LocalExecutor
 
         return LocalExecutor(**options)
-    raise CurateError(f"unknown executor {executor!r}; use executor='local' (in-process threads)")
+    if executor == "ray":
+        from curate.executors.ray import RayExecutor
+
+        return RayExecutor(**options)
+    raise CurateError(f"unknown executor {executor!r}; use executor='ray' (actor pools on a local or "
+                      "remote Ray cluster) or 'local' (threads in this process)")

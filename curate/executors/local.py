@@ -6,19 +6,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
 
 from curate.batch import run_batch
 from curate.errors import Cause, EngineError
-
-
-@dataclass
-class WorkerStats:
-    """Per-replica counters, reported per pool in RunResult.metrics."""
-
-    batches: int = 0
-    busy_s: float = 0.0
-    calls_busy_s: dict[int, float] = field(default_factory=dict)
+from curate.executors import PoolReport, WorkerStats
 
 
 class _Worker(threading.Thread):
@@ -49,11 +40,7 @@ class _Worker(threading.Thread):
                 result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
                 result = Cause.from_exception(exc, call.name)
-            dt = time.perf_counter() - t0
-            st = self.stats
-            st.batches += 1
-            st.busy_s += dt
-            st.calls_busy_s[batch.call] = st.calls_busy_s.get(batch.call, 0.0) + dt
+            self.stats.add(batch.call, time.perf_counter() - t0)
             self.outbox.put((self, batch, result))
 
 
@@ -63,7 +50,7 @@ class LocalExecutor:
     def __init__(self):
         self._workers: list[list[_Worker]] = []
 
-    def execute(self, driver) -> dict:
+    def execute(self, driver) -> list[PoolReport]:
         plan, sched = driver.plan, driver.sched
         outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._workers = [[_Worker(p, plan, outbox) for _ in range(p.replicas)] for p in plan.pools]
@@ -94,7 +81,7 @@ class LocalExecutor:
             for ws in self._workers:
                 for w in ws:
                     w.inbox.put(None)
-        return {p.name: [w.stats for w in ws] for p, ws in zip(plan.pools, self._workers)}
+        return [PoolReport(p.name, list(p.calls), [w.stats for w in ws]) for p, ws in zip(plan.pools, self._workers)]
 
     @staticmethod
     def _dispatch(driver, idle: list[list[_Worker]]) -> int:

@@ -1,0 +1,298 @@
+"""Side-by-side baselines: the long-tailed 1 -> M -> 1 document workload on Ray Data and on RayOrch.
+
+Both runners execute the *same* workload on an already-initialised local Ray (the caller owns
+``ray.init``/``ray.shutdown``; nothing here starts or stops Ray):
+
+    render (per document, near-free)      doc -> its pages [(doc, 0), (doc, 1), ...]
+    ocr    (a "model" class, one per actor) batches of up to ``ocr_batch`` pages from ANY documents,
+                                           sleep(ocr_base_s + ocr_per_page_s * len(batch)),
+                                           text f"d{doc}p{page}" per page
+    assemble (per document, ordered)       "\\n".join(page texts in page order)
+    upload (per document)                  sleep(upload_s), returns (doc, text, time.time())
+
+Every run is checked: each document must be uploaded exactly once with text equal to
+"\\n".join(f"d{d}p{p}" for p in range(n)).
+
+Fairness choices
+----------------
+* Same UDF bodies. The sleeping OCR "model" (``_OcrModel``) and the render / assemble / upload
+  logic are shared; each framework only gets a thin adapter in its own calling convention
+  (Ray Data: ``__call__(batch)`` on column dicts; RayOrch: ``run(values)`` on lists).
+* Same physical OCR shape: ``ocr_replicas`` (2) persistent actors, batches capped at ``ocr_batch``
+  (32) pages, pages from different documents may share a batch in both frameworks.
+* Fractional CPUs (``_STAGE_CPUS`` = 0.25) for every stage in both frameworks, so that on a
+  2-core machine no stage is starved by another stage's reservation; OCR, render and upload
+  then get the same resource requests in both.
+* Each framework is expressed idiomatically, not hobbled or hand-optimised:
+  - Ray Data: ``from_items -> flat_map(render) -> map_batches(OCR class, batch_size=32,
+    concurrency=2) -> groupby("doc").map_groups(assemble) -> map(upload) -> take_all``. The
+    group-by is Ray Data's (only) native way to bring a document's pages back together; it is an
+    all-to-all barrier, which is exactly the behaviour this baseline exists to measure. The only
+    ``DataContext`` change is turning progress bars off (noise, not speed).
+  - RayOrch 0.1.1: ``F.expand(render(docs)) -> ocr -> F.reduce -> assemble -> upload`` with one
+    ``RayModule`` per stage, driven through the public ``Executor`` so that actor start-up can
+    be separated from execution. The whole input is admitted as one input batch
+    (``input_batch_size=None``), because RayOrch never mixes input batches inside one RPC and the
+    point of the workload is cross-document OCR batching.
+* Timings (wall clock, ``time.time()``, same host for driver and workers):
+  - ``end_to_end_s``: call start (before any actor / operator exists) -> the moment the driver
+    holds every uploaded result (this is never earlier than the last upload stamp).
+  - ``execution_s``: RayOrch: from the return of ``Executor(...)`` (which blocks until every
+    actor, with its UDF / model, is constructed) to the end. Ray Data does not expose when its
+    actor pool is up, so ``None``.
+  - ``first_doc_s``: earliest upload timestamp (stamped inside ``upload``) minus call start.
+
+Run ``python benchmarks/baselines.py`` for the heavy- and light-cost comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import ray
+
+# Ship this module's UDFs to Ray workers by value: the workers need not be able to import it
+# (it may be loaded as ``baselines``, ``benchmarks.baselines`` or ``__main__``).
+if __name__ != "__main__":
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+_STAGE_CPUS = 0.25  # every stage's per-actor / per-task CPU request, in both frameworks
+
+
+@dataclass
+class Costs:
+    ocr_base_s: float      # per OCR batch (sleep)
+    ocr_per_page_s: float  # per page in the batch (sleep)
+    upload_s: float        # per document (sleep)
+    ocr_batch: int = 32
+    ocr_replicas: int = 2
+
+
+@dataclass
+class Timing:
+    name: str
+    end_to_end_s: float        # call start (incl. actor/operator start-up) -> last document uploaded
+    execution_s: float | None  # all actors up -> end (None when the framework cannot tell)
+    first_doc_s: float         # call start -> first document uploaded
+    docs: int                  # documents that completed
+    ok: bool                   # every document's assembled text is correct and in page order
+
+
+# ── The shared workload ───────────────────────────────────────────────────────────────────────
+
+
+def render_pages(doc: int, n_pages: int) -> list[tuple[int, int]]:
+    """One document's pages, in order (near-free: no sleep)."""
+    return [(doc, page) for page in range(n_pages)]
+
+
+class _OcrModel:
+    """The sleeping OCR "model": built once per actor, cost per call = base + per_page * pages."""
+
+    def __init__(self, base_s: float, per_page_s: float) -> None:
+        self.base_s = base_s
+        self.per_page_s = per_page_s
+
+    def recognize(self, pages: list[tuple[int, int]]) -> list[str]:
+        time.sleep(self.base_s + self.per_page_s * len(pages))
+        return [f"d{doc}p{page}" for doc, page in pages]
+
+
+def assemble_text(texts_in_page_order: list[str]) -> str:
+    return "\n".join(texts_in_page_order)
+
+
+def upload_doc(doc: int, text: str, upload_s: float) -> tuple[int, str, float]:
+    time.sleep(upload_s)
+    return doc, text, time.time()
+
+
+def expected_text(doc: int, n_pages: int) -> str:
+    return "\n".join(f"d{doc}p{page}" for page in range(n_pages))
+
+
+def _timing(name: str, page_counts: list[int], uploads: list[tuple[int, str, float]],
+            start: float, ready: float | None, end: float) -> Timing:
+    by_doc: dict[int, str] = {}
+    duplicated = False
+    for doc, text, _ in uploads:
+        duplicated |= doc in by_doc
+        by_doc[doc] = text
+    ok = (not duplicated and len(by_doc) == len(page_counts)
+          and all(by_doc.get(d) == expected_text(d, n) for d, n in enumerate(page_counts)))
+    first = min((t for _, _, t in uploads), default=math.nan)
+    return Timing(name=name, end_to_end_s=end - start,
+                  execution_s=None if ready is None else end - ready,
+                  first_doc_s=first - start, docs=len(by_doc), ok=ok)
+
+
+# ── Ray Data ─────────────────────────────────────────────────────────────────────────────────
+
+
+def _rd_render(row: dict) -> list[dict]:
+    return [{"doc": d, "page": p} for d, p in render_pages(int(row["doc"]), int(row["pages"]))]
+
+
+class _RdOcr:
+    """Ray Data callable class: one model per actor, column-dict batches in and out."""
+
+    def __init__(self, base_s: float, per_page_s: float) -> None:
+        self.model = _OcrModel(base_s, per_page_s)
+
+    def __call__(self, batch: dict) -> dict:
+        pages = list(zip(batch["doc"].tolist(), batch["page"].tolist()))
+        return {"doc": batch["doc"], "page": batch["page"],
+                "text": self.model.recognize(pages)}
+
+
+def _rd_assemble(group: dict) -> dict:
+    """One document's rows (any order) -> one row with the page texts joined in page order."""
+    order = sorted(range(len(group["page"])), key=lambda i: int(group["page"][i]))
+    return {"doc": [int(group["doc"][0])],
+            "text": [assemble_text([str(group["text"][i]) for i in order])]}
+
+
+def _rd_upload(row: dict, upload_s: float) -> dict:
+    doc, text, stamp = upload_doc(int(row["doc"]), str(row["text"]), upload_s)
+    return {"doc": doc, "text": text, "t": stamp}
+
+
+def run_raydata(page_counts: list[int], costs: Costs) -> Timing:
+    """Ray Data: from_items -> flat_map(render) -> map_batches(OCR actors) -> groupby/map_groups
+    -> map(upload), consumed with take_all on the already-initialised Ray."""
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.enable_operator_progress_bars = False
+
+    start = time.time()
+    ds = (
+        ray.data.from_items([{"doc": d, "pages": n} for d, n in enumerate(page_counts)])
+        .flat_map(_rd_render, num_cpus=_STAGE_CPUS)
+        .map_batches(_RdOcr, fn_constructor_args=(costs.ocr_base_s, costs.ocr_per_page_s),
+                     batch_size=costs.ocr_batch, concurrency=costs.ocr_replicas,
+                     num_cpus=_STAGE_CPUS)
+        .groupby("doc")
+        .map_groups(_rd_assemble, num_cpus=_STAGE_CPUS)
+        .map(_rd_upload, fn_kwargs={"upload_s": costs.upload_s}, num_cpus=_STAGE_CPUS)
+    )
+    rows = ds.take_all()
+    end = time.time()
+    uploads = [(int(r["doc"]), str(r["text"]), float(r["t"])) for r in rows]
+    return _timing("ray-data", page_counts, uploads, start, None, end)
+
+
+# ── RayOrch 0.1.1 ───────────────────────────────────────────────────────────────────────────
+
+
+class _RoRender:
+    def run(self, docs):
+        return [render_pages(d, n) for d, n in docs]
+
+
+class _RoOcr:
+    """RayOrch UDF class: one model per actor, a list of pages (from any documents) per call."""
+
+    def __init__(self, base_s: float, per_page_s: float) -> None:
+        self.model = _OcrModel(base_s, per_page_s)
+
+    def run(self, pages):
+        return self.model.recognize(list(pages))
+
+
+class _RoAssemble:
+    def run(self, text_groups, docs):
+        # F.reduce hands each document its page texts already in page (ordinal) order.
+        return [(d, assemble_text(list(texts))) for texts, (d, _) in zip(text_groups, docs)]
+
+
+class _RoUpload:
+    def __init__(self, upload_s: float) -> None:
+        self.upload_s = upload_s
+
+    def run(self, assembled):
+        return [upload_doc(d, text, self.upload_s) for d, text in assembled]
+
+
+def _rayorch_pipeline(costs: Costs):
+    import rayorch as ro
+
+    small = {"num_cpus": _STAGE_CPUS}
+
+    class DocPipeline(ro.Pipeline):
+        def __init__(self) -> None:
+            self.render = ro.RayModule(_RoRender).ray_options(replicas=1, batch_size=8, **small)
+            self.ocr = (ro.RayModule(_RoOcr)
+                        .pre_init(costs.ocr_base_s, costs.ocr_per_page_s)
+                        .ray_options(replicas=costs.ocr_replicas, batch_size=costs.ocr_batch,
+                                     **small))
+            self.assemble = ro.RayModule(_RoAssemble).ray_options(replicas=1, batch_size=8,
+                                                                  **small)
+            self.upload = (ro.RayModule(_RoUpload).pre_init(costs.upload_s)
+                           .ray_options(replicas=2, batch_size=1, **small))
+
+        def forward(self, docs):
+            pages = ro.F.expand(self.render(docs))   # 1 document -> M independent pages
+            texts = self.ocr(pages)                  # cross-document OCR batches
+            assembled = self.assemble(ro.F.reduce(texts), docs)  # M -> 1, ordinal order
+            return self.upload(assembled)
+
+    return DocPipeline()
+
+
+def run_rayorch(page_counts: list[int], costs: Costs) -> Timing:
+    """RayOrch 0.1.1: expand -> batched OCR actors -> ordered reduce -> assemble -> upload."""
+    import rayorch as ro
+
+    docs = list(enumerate(page_counts))
+    start = time.time()
+    # Executor(...) on an initialised Ray neither calls ray.init nor (on close) ray.shutdown;
+    # its constructor returns once every actor has built its UDF.
+    with ro.Executor(_rayorch_pipeline(costs)) as executor:
+        ready = time.time()
+        result = executor.run(docs, input_batch_size=None, max_active_input_batches=1)
+        end = time.time()
+    uploads = [tuple(out) for out in result.outputs if not isinstance(out, ro.OutputIssue)]
+    return _timing("rayorch", page_counts, uploads, start, ready, end)
+
+
+# ── Script ──────────────────────────────────────────────────────────────────────────────────
+
+
+def ideal_ocr_s(total_pages: int, costs: Costs) -> float:
+    """Perfectly packed OCR batches spread evenly over the replicas (everything else free)."""
+    batches = math.ceil(total_pages / costs.ocr_batch)
+    return (batches * costs.ocr_base_s + total_pages * costs.ocr_per_page_s) / costs.ocr_replicas
+
+
+def _print(t: Timing, ideal: float) -> None:
+    exe = "   n/a" if t.execution_s is None else f"{t.execution_s:6.2f}"
+    print(f"  {t.name:9s} end-to-end {t.end_to_end_s:6.2f} s ({t.end_to_end_s / ideal:4.2f}x ideal)"
+          f"  execution {exe} s  first doc {t.first_doc_s:6.2f} s"
+          f" ({t.first_doc_s / t.end_to_end_s:4.0%} of run)  docs {t.docs}  ok {t.ok}")
+
+
+def main() -> None:
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+    from workload import long_tail_page_counts
+
+    counts = long_tail_page_counts()
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        for label, costs in (("heavy", Costs(0.040, 0.002, 0.010)),
+                             ("light", Costs(0.001, 0.0001, 0.0005))):
+            ideal = ideal_ocr_s(sum(counts), costs)
+            print(f"{label} costs {costs}: {len(counts)} docs, {sum(counts)} pages, "
+                  f"ideal OCR time {ideal:.2f} s")
+            for runner in (run_raydata, run_rayorch):
+                _print(runner(counts, costs), ideal)
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

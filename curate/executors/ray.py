@@ -1,0 +1,237 @@
+"""Ray executor: actor pools driving the same pure Scheduler as the local executor.
+
+Class stages and Pools get `replicas` actors each (the class is built once per actor);
+function stages with the same resource request share one light pool. Payloads stay in the
+object store: the driver gets per-item outcome codes and child counts, keeps `Ref`s, and a
+downstream batch names the upstream payloads it needs as top-level arguments, so Ray moves
+them from worker to worker. Each actor holds up to `pipeline_depth` calls so dispatch hides
+behind compute, and a call carries several batches of a cheap Call (about BUNDLE_TARGET_S of
+work) so cheap stages do not pay one round trip per batch."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import ray
+
+from curate.batch import BatchReport
+from curate.errors import Cause, EngineError
+from curate.executors import PoolReport, WorkerStats
+from curate.executors.ray_cluster import Demand, check, connect, node_resources
+from curate.executors.ray_worker import Inline, PoolWorker, Ref, resolve
+
+DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
+BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
+MAX_BUNDLE = 64  # batches per Ray call, whatever their cost
+COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost estimate
+
+
+@dataclass
+class _Group:
+    """One physical pool of actors and the Calls it serves."""
+
+    name: str
+    target: object  # the class, or None for function stages
+    init: dict
+    calls: list[int]  # downstream-first
+    replicas: int
+    options: dict
+    fns: dict[int, tuple] = field(default_factory=dict)  # call -> (kind, name, fn or method)
+    actors: list = field(default_factory=list)
+    flight: list[int] = field(default_factory=list)
+    stats: list[WorkerStats] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    """One Ray call in flight."""
+
+    group: _Group
+    actor: int
+    call: int
+    batches: list
+    payload: object
+
+
+class RayExecutor:
+    """Runs a plan on Ray: `address=` (or RAY_ADDRESS) joins a cluster, else a local Ray starts
+    on demand with `ray_init` options; Ray stays up for later runs in this process."""
+
+    def __init__(self, address: str | None = None, ray_init: dict | None = None,
+                 pipeline_depth: int = DEFAULT_PIPELINE_DEPTH):
+        if pipeline_depth < 1:
+            raise ValueError(f"pipeline_depth={pipeline_depth}; use at least 1")
+        self.address, self.ray_init, self.depth = address, ray_init, pipeline_depth
+        self.groups: list[_Group] = []
+        self._flight: dict = {}
+        self._cost: dict[int, float] = {}
+
+    # ---- set-up ---------------------------------------------------------------------------
+    def _make_groups(self, driver) -> list[_Group]:
+        plan, groups, shared = driver.plan, [], {}
+        for p in plan.pools:
+            opts = {"num_cpus": p.num_cpus, "num_gpus": p.num_gpus, "resources": dict(p.resources)}
+            if p.runtime_env:
+                opts["runtime_env"] = p.runtime_env
+            if p.is_class:
+                g = _Group(p.name, p.target, dict(p.init), [], p.replicas, opts)
+                groups.append(g)
+            else:  # stateless functions with one resource request share light workers
+                sig = repr(sorted(opts.items()))
+                g = shared.get(sig)
+                if g is None:
+                    g = shared[sig] = _Group("functions", None, {}, [], 0, opts)
+                    groups.append(g)
+                g.replicas = max(g.replicas, p.replicas)
+            for c in p.calls:
+                spec = plan.calls[c]
+                g.calls.append(c)
+                g.fns[c] = (spec.kind, spec.name, spec.method if p.is_class else p.target)
+        for i, g in enumerate(groups):
+            g.calls = driver.downstream_first(g.calls)
+            if g.target is None and sum(1 for x in groups if x.target is None) > 1:
+                g.name = f"functions#{i}"
+        return groups
+
+    def _start(self, groups: list[_Group]) -> None:
+        demands = []
+        for g in groups:
+            res = {"CPU": float(g.options["num_cpus"]), "GPU": float(g.options["num_gpus"]),
+                   **{k: float(v) for k, v in g.options["resources"].items()}}
+            demands.append(Demand(f"{g.name} ({', '.join(f[1] for f in g.fns.values())})", g.replicas,
+                                  {k: v for k, v in res.items() if v}))
+        check(demands, node_resources())
+        remote = ray.remote(PoolWorker)
+        for g in groups:
+            opts = {k: v for k, v in g.options.items() if v or k == "num_cpus"}
+            cls = remote.options(max_restarts=-1, max_task_retries=0, **opts)
+            g.actors = [cls.remote(g.target, g.init, g.fns) for _ in range(g.replicas)]
+            g.flight = [0] * g.replicas
+            g.stats = [WorkerStats() for _ in range(g.replicas)]
+
+    # ---- the loop -------------------------------------------------------------------------
+    def execute(self, driver) -> list[PoolReport]:
+        connect(self.address, self.ray_init)
+        self.groups = groups = self._make_groups(driver)
+        self._start(groups)
+        driver.wrap_inputs = lambda values: [Inline(v) for v in values]
+        driver.resolve_values = _fetch
+        sched = driver.sched
+        try:
+            while True:
+                driver.drain()
+                driver.admit()
+                for g in groups:
+                    self._dispatch(driver, g)
+                if not self._flight:
+                    driver.drain()
+                    if sched.done:
+                        break
+                    if sched.can_admit() or any(sched.queues):
+                        continue
+                    raise EngineError("no batch in flight, none ready and the run is not done")
+                refs = list(self._flight)
+                done, rest = ray.wait(refs, num_returns=1)
+                if rest:
+                    done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+                for ref in done:
+                    self._apply(sched, ref, self._flight.pop(ref))
+        finally:
+            for g in groups:
+                for a in g.actors:
+                    ray.kill(a)
+        return [PoolReport(g.name, g.calls, g.stats) for g in groups]
+
+    def _dispatch(self, driver, g: _Group) -> None:
+        sched = driver.sched
+        for a in sorted(range(len(g.actors)), key=g.flight.__getitem__):
+            if g.flight[a] >= self.depth:
+                return
+            call = self._pick(sched, g, a)
+            if call is None:
+                return
+            free = sum(max(0, self.depth - f) for f in g.flight)
+            size = sched.plan.calls[call].batch_size
+            want = math.ceil(sched.ready(call) / size / max(1, free))
+            k = max(1, min(want, MAX_BUNDLE, int(BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
+            batches = []
+            while len(batches) < k and (b := sched.reserve(call)) is not None:
+                batches.append(b)
+            if not batches:
+                continue
+            refs, pos = [], {}
+            wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
+            meta, payload = g.actors[a].run.remote(call, wire, *refs)
+            self._flight[meta] = _Call(g, a, call, batches, payload)
+            g.flight[a] += 1
+
+    @staticmethod
+    def _pick(sched, g: _Group, actor: int) -> int | None:
+        """Downstream-first Call with ready grains; a busy actor only takes full batches, so
+        pipelining never trades batch fill for latency."""
+        busy = g.flight[actor] > 0
+        for c in g.calls:
+            r = sched.ready(c)
+            if r and (not busy or r >= sched.plan.calls[c].batch_size):
+                return c
+        return None
+
+    def _apply(self, sched, ref, fl: _Call) -> None:
+        fl.group.flight[fl.actor] -= 1
+        try:
+            metas = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # the call itself failed to run (e.g. unpicklable input)
+            cause = Cause("user_code", str(exc).splitlines()[0], sched.plan.calls[fl.call].name, type(exc).__name__)
+            for b in fl.batches:
+                sched.fail(b.id, cause)
+            return
+        except ray.exceptions.RayError as exc:  # the actor died: its batches are retried elsewhere
+            cause = Cause("worker_died", f"worker {fl.actor} of pool {fl.group.name} died: "
+                          f"{type(exc).__name__}", sched.plan.calls[fl.call].name, type(exc).__name__)
+            for b in fl.batches:
+                sched.fail(b.id, cause)
+            return
+        kind = sched.plan.calls[fl.call].kind
+        stats = fl.group.stats[fl.actor]
+        for bi, (b, meta) in enumerate(zip(fl.batches, metas)):
+            seconds = meta[-1]
+            stats.add(fl.call, seconds)
+            old = self._cost.get(fl.call)
+            self._cost[fl.call] = seconds if old is None else old + COST_SMOOTHING * (seconds - old)
+            if meta[0] == "err":
+                sched.fail(b.id, meta[1])
+                continue
+            _, codes, causes, counts, _ = meta
+            n = len(b.keys)
+            if kind == "expand":
+                values = [[Ref(fl.payload, bi, i, c) for c in range(counts[i])] for i in range(n)]
+            elif kind == "filter":
+                values = [None] * n
+            else:
+                values = [Ref(fl.payload, bi, i) for i in range(n)]
+            sched.complete(b.id, BatchReport(values, codes, causes))
+
+
+def _to_wire(x, refs: list, pos: dict):
+    """Replace each driver-side Ref's ObjectRef by its position among the call's arguments."""
+    t = type(x)
+    if t is Ref:
+        p = pos.get(x.src)
+        if p is None:
+            p = pos[x.src] = len(refs)
+            refs.append(x.src)
+        return Ref(p, x.b, x.i, x.c)
+    if t is tuple:
+        return tuple(_to_wire(y, refs, pos) for y in x)
+    if t is list:
+        return [_to_wire(y, refs, pos) for y in x]
+    return x
+
+
+def _fetch(values: list) -> list:
+    """Output values: fetch each payload once, then pick the items."""
+    refs, pos = [], {}
+    wire = [_to_wire(v, refs, pos) for v in values]
+    payloads = ray.get(refs) if refs else []
+    return [resolve(w, payloads) for w in wire]
