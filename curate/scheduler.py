@@ -234,6 +234,20 @@ class Scheduler:
         self.queues[call].extendleft(reversed(requeue))
         return True
 
+    def requeue(self, batch_id: int) -> bool:
+        """Send a batch that never started (it waited behind a worker that died) back to the
+        queue head with generation+1, without counting an attempt against its grains."""
+        b = self.in_flight.pop(batch_id, None)
+        if b is None:
+            self.stale_reports += 1
+            return False
+        spec = self.plan.calls[b.call]
+        for key in b.keys:
+            self._retry.setdefault((b.call, key), [0, spec.batch_size, 0])[0] += 1
+        self.counters[b.call].retries += len(b.keys)
+        self.queues[b.call].extendleft(reversed(b.keys))
+        return True
+
     # ---- state transitions ----------------------------------------------------------------
     def _settle(self, w: Window, slot: int, idx: int, status: int, value=None, cause=None) -> None:
         st = w.status[slot]

@@ -45,3 +45,10 @@ def recorder(request, executor):
     rec = request.getfixturevalue("_ray_recorder") if executor == "ray" else LocalRecorder()
     rec.reset()
     return rec
+
+
+@pytest.fixture
+def ray_recorder(_ray_recorder):
+    """The Ray event log alone, for tests that only run on Ray."""
+    _ray_recorder.reset()
+    return _ray_recorder

@@ -3,11 +3,11 @@ of the same semantics (no batching, no scheduling) to compare the engine against
 
 from __future__ import annotations
 
-import threading
 import zlib
 from dataclasses import dataclass, field
 
 import curate as cu
+from recorders import LocalRecorder
 
 NONE, ITEM, GROUP, POISON, TRANSIENT, DROP = range(6)
 
@@ -78,12 +78,12 @@ def f_join(v):
 
 
 class Faults:
-    """Applies the fault plan inside stages; counts appearances for transient items."""
+    """Applies the fault plan inside stages; counts appearances for transient items in
+    `counter` (a recorder shared by every worker, in-process or on Ray)."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec, counter=None):
         self.spec = spec
-        self.seen: dict[tuple[str, str], int] = {}
-        self.lock = threading.Lock()
+        self.counter = counter if counter is not None else LocalRecorder()
 
     def batch(self, call: str, items: list, level: int, fn) -> list:
         spec, out, boom = self.spec, [], None
@@ -92,9 +92,7 @@ class Faults:
             if k == POISON:
                 boom = boom or f"poison {call} {it!r}"
             elif k == TRANSIENT:
-                with self.lock:
-                    n = self.seen[(call, repr(it))] = self.seen.get((call, repr(it)), 0) + 1
-                if n <= spec.transient_times:
+                if self.counter.incr(f"{call} {it!r}") <= spec.transient_times:
                     boom = boom or f"transient {call} {it!r}"
         if boom:
             raise RuntimeError(boom)

@@ -91,3 +91,14 @@ def test_hostile_schedules_match_reference(spec, roots, window, inflight, seed):
     result, stats = run_chaos(build(spec, Faults(spec)), _inputs(roots), seed=seed,
                               input_batch_size=window, inflight=inflight)
     check(spec, roots, result, also=frozenset({"chaos killed the worker"}) if stats["deaths"] else frozenset())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(spec=specs(), roots=stx.lists(stx.integers(0, 10**6), max_size=6),
+       window=stx.integers(1, 4), inflight=stx.integers(1, 3))
+def test_ray_executor_matches_reference(ray_recorder, spec, roots, window, inflight):
+    ray_recorder.reset()
+    result = cu.run(build(spec, Faults(spec, ray_recorder)), _inputs(roots), executor="ray",
+                    input_batch_size=window, inflight=inflight)
+    check(spec, roots, result)

@@ -11,12 +11,13 @@ work) so cheap stages do not pay one round trip per batch."""
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import ray
 
 from curate.batch import BatchReport
-from curate.errors import Cause, EngineError
+from curate.errors import Cause, CurateError, EngineError
 from curate.executors import PoolReport, WorkerStats
 from curate.executors.ray_cluster import Demand, check, connect, node_resources
 from curate.executors.ray_worker import Inline, PoolWorker, Ref, resolve
@@ -39,7 +40,7 @@ class _Group:
     options: dict
     fns: dict[int, tuple] = field(default_factory=dict)  # call -> (kind, name, fn or method)
     actors: list = field(default_factory=list)
-    flight: list[int] = field(default_factory=list)
+    flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
     stats: list[WorkerStats] = field(default_factory=list)
 
 
@@ -102,12 +103,13 @@ class RayExecutor:
             demands.append(Demand(f"{g.name} ({', '.join(f[1] for f in g.fns.values())})", g.replicas,
                                   {k: v for k, v in res.items() if v}))
         check(demands, node_resources())
+        _check_picklable(groups)
         remote = ray.remote(PoolWorker)
         for g in groups:
             opts = {k: v for k, v in g.options.items() if v or k == "num_cpus"}
             cls = remote.options(max_restarts=-1, max_task_retries=0, **opts)
             g.actors = [cls.remote(g.target, g.init, g.fns) for _ in range(g.replicas)]
-            g.flight = [0] * g.replicas
+            g.flight = [deque() for _ in range(g.replicas)]
             g.stats = [WorkerStats() for _ in range(g.replicas)]
 
     # ---- the loop -------------------------------------------------------------------------
@@ -145,13 +147,13 @@ class RayExecutor:
 
     def _dispatch(self, driver, g: _Group) -> None:
         sched = driver.sched
-        for a in sorted(range(len(g.actors)), key=g.flight.__getitem__):
-            if g.flight[a] >= self.depth:
+        for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
+            if len(g.flight[a]) >= self.depth:
                 return
             call = self._pick(sched, g, a)
             if call is None:
                 return
-            free = sum(max(0, self.depth - f) for f in g.flight)
+            free = sum(max(0, self.depth - len(f)) for f in g.flight)
             size = sched.plan.calls[call].batch_size
             want = math.ceil(sched.ready(call) / size / max(1, free))
             k = max(1, min(want, MAX_BUNDLE, int(BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
@@ -164,13 +166,13 @@ class RayExecutor:
             wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
             meta, payload = g.actors[a].run.remote(call, wire, *refs)
             self._flight[meta] = _Call(g, a, call, batches, payload)
-            g.flight[a] += 1
+            g.flight[a].append(meta)
 
     @staticmethod
     def _pick(sched, g: _Group, actor: int) -> int | None:
         """Downstream-first Call with ready grains; a busy actor only takes full batches, so
         pipelining never trades batch fill for latency."""
-        busy = g.flight[actor] > 0
+        busy = len(g.flight[actor]) > 0
         for c in g.calls:
             r = sched.ready(c)
             if r and (not busy or r >= sched.plan.calls[c].batch_size):
@@ -178,7 +180,9 @@ class RayExecutor:
         return None
 
     def _apply(self, sched, ref, fl: _Call) -> None:
-        fl.group.flight[fl.actor] -= 1
+        mine = fl.group.flight[fl.actor]
+        running = mine[0] == ref  # an actor runs its calls in order: only the oldest had started
+        mine.remove(ref)
         try:
             metas = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:  # the call itself failed to run (e.g. unpicklable input)
@@ -186,11 +190,14 @@ class RayExecutor:
             for b in fl.batches:
                 sched.fail(b.id, cause)
             return
-        except ray.exceptions.RayError as exc:  # the actor died: its batches are retried elsewhere
+        except ray.exceptions.RayError as exc:  # the actor died (Ray restarts it)
             cause = Cause("worker_died", f"worker {fl.actor} of pool {fl.group.name} died: "
                           f"{type(exc).__name__}", sched.plan.calls[fl.call].name, type(exc).__name__)
-            for b in fl.batches:
-                sched.fail(b.id, cause)
+            for b in fl.batches:  # the running call is suspect; calls queued behind it are not
+                if running:
+                    sched.fail(b.id, cause)
+                else:
+                    sched.requeue(b.id)
             return
         kind = sched.plan.calls[fl.call].kind
         stats = fl.group.stats[fl.actor]
@@ -211,6 +218,25 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes))
+
+
+def _check_picklable(groups: list[_Group]) -> None:
+    """Stages travel to workers by pickle: name every one that cannot, before any actor starts."""
+    from ray import cloudpickle
+
+    problems = []
+    for g in groups:
+        parts = [(g.name, g.target), (f"{g.name} init", g.init)] if g.target is not None else []
+        parts += [(name, fn) for _, name, fn in g.fns.values() if g.target is None]
+        for name, obj in parts:
+            try:
+                cloudpickle.dumps(obj)
+            except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's to fix
+                problems.append(f"{name}: {type(exc).__name__}: {exc}")
+    if problems:
+        raise CurateError("stages must be picklable to run on Ray workers, and these are not: "
+                          + "; ".join(problems) + ". Define them at module level and create locks, "
+                          "clients and models inside the stage (a class builds them once per worker)")
 
 
 def _to_wire(x, refs: list, pos: dict):
