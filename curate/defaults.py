@@ -7,3 +7,4 @@ DEFAULT_RETRIES = 3  # failed attempts of an isolated item before it is FAILED
 DEFAULT_INFLIGHT = 4  # input windows admitted at once: bounds driver memory
 DEFAULT_INPUT_BATCH_SIZE = 16  # roots per input window: large enough to fill model batches
 MAX_GENERATION = 2**15 - 1  # a grain retried this often is FAILED even if retries say more
+DEFAULT_EXECUTOR = "ray"  # actor pools with payloads in the object store; "local" for debugging

@@ -46,6 +46,7 @@ class Driver:
         self.sink = sink
         self.started = time.perf_counter()
         self.first_root_s: float | None = None
+        self.startup_s = 0.0  # executor start-up (Ray: until every actor answered)
         self.roots_done = 0
         self._outputs = [(name, plan.output_slot(name), _chain(plan, plan.output_slot(name)))
                          for name in plan.outputs]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from os import PathLike
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from curate import defaults
@@ -59,7 +59,12 @@ class RunMetrics:
     first_root_s: float | None
     roots: int
     stale_reports: int
-    extra: dict = field(default_factory=dict)
+    startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
+
+    @property
+    def execution_s(self) -> float:
+        """Wall time once every worker was up."""
+        return self.wall_s - self.startup_s
 
     @property
     def grains(self) -> int:
@@ -67,8 +72,9 @@ class RunMetrics:
         return sum(c.items for c in self.calls.values())
 
     def summary(self) -> str:
-        lines = [f"{self.roots} roots in {self.wall_s:.3f}s; first root done at "
-                 f"{self.first_root_s if self.first_root_s is None else round(self.first_root_s, 3)}s",
+        first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
+        lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s); "
+                 f"first root done at {first}",
                  f"{'call':<24}{'batches':>8}{'items':>8}{'fill':>6}{'retries':>8}{'suppr':>6}{'failed':>7}{'busy_s':>8}"]
         for c in self.calls.values():
             lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
@@ -106,14 +112,16 @@ class RunResult:
                 for it in self.items(name)]
 
 
-def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = "local",
+def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAULT_EXECUTOR,
         input_batch_size: int = defaults.DEFAULT_INPUT_BATCH_SIZE,
         inflight: int = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
         **executor_options) -> RunResult:
     """Run `pipe` over `inputs` (a list or any iterator, consumed window by window).
 
     `input_batch_size` roots form an input window; at most `inflight` windows are admitted at
-    once. `key(input)` gives a root's stable key (default: its input index as text)."""
+    once. `key(input)` gives a root's stable key (default: its input index as text).
+    `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
+    "local" (threads in this process) or an executor object; other keyword arguments go to it."""
     plan = compile_plan(pipe)  # every declaration problem, before anything starts
     if isinstance(inputs, (str, bytes, PathLike)):
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
@@ -140,4 +148,5 @@ def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pools_run: list, wall
         k = sched.counters[c.id]
         calls[c.name] = CallMetrics(c.name, plan.pools[c.pool].name, c.batch_size, k.batches, k.items,
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
-    return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports)
+    return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
+                      startup_s=driver.startup_s)

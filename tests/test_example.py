@@ -22,6 +22,9 @@ def _load_example():
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(mod)  # Ray workers cannot import it by this name
     return mod
 
 
@@ -68,11 +71,11 @@ def test_metrics_summary_lists_every_call(printed):
         assert f"\n{call} " in summary
 
 
-def test_books_come_back_in_input_order(books):
+def test_books_come_back_in_input_order(books, executor):
     paths = books.book_paths()
     assert [p.name for p in paths] == ["alice_in_wonderland.txt", "missing_chapters.txt",
                                        "moby_dick.txt", "pride_and_prejudice.txt"]
-    values = cu.run(books.build_pipeline(), paths, input_batch_size=2, inflight=2).values("books")
+    values = cu.run(books.build_pipeline(), paths, input_batch_size=2, inflight=2, executor=executor).values("books")
     assert len(values) == len(paths)
     for i, (v, title, n_chapters) in enumerate(zip(values, TITLES, CHAPTERS)):
         if title is None:
@@ -84,8 +87,8 @@ def test_books_come_back_in_input_order(books):
             assert v.words == sum(c.words for c in v.chapters) > 0
 
 
-def test_paragraphs_come_back_in_lineage_order(books):
-    items = cu.run(books.build_pipeline(), books.book_paths(), input_batch_size=2, inflight=2
+def test_paragraphs_come_back_in_lineage_order(books, executor):
+    items = cu.run(books.build_pipeline(), books.book_paths(), input_batch_size=2, inflight=2, executor=executor
                    ).items("paragraphs")
     lineages = [it.lineage for it in items]
     assert lineages == sorted(lineages) and len(set(lineages)) == len(lineages)
@@ -101,9 +104,9 @@ def test_paragraphs_come_back_in_lineage_order(books):
 
 
 @pytest.mark.parametrize("input_batch_size, inflight", [(1, 1), (4, 4), (3, 1)])
-def test_outputs_do_not_depend_on_the_admission_window(books, input_batch_size, inflight):
+def test_outputs_do_not_depend_on_the_admission_window(books, input_batch_size, inflight, executor):
     pipe, paths = books.build_pipeline(), books.book_paths()
-    ref = cu.run(pipe, paths, input_batch_size=2, inflight=2)
-    got = cu.run(pipe, paths, input_batch_size=input_batch_size, inflight=inflight)
+    ref = cu.run(pipe, paths, input_batch_size=2, inflight=2, executor=executor)
+    got = cu.run(pipe, paths, input_batch_size=input_batch_size, inflight=inflight, executor=executor)
     for name in ("books", "paragraphs"):
         assert got.items(name) == ref.items(name)

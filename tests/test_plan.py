@@ -276,7 +276,7 @@ def test_bare_function_is_wrapped_with_default_stage_settings():
     assert pool.replicas == defaults.DEFAULT_REPLICAS
     assert pool.num_cpus == defaults.DEFAULT_NUM_CPUS and pool.num_gpus == 0
     assert pool.calls == [call.id]
-    assert cu.run(pipe, [1, 2, 3]).values("out") == [2, 4, 6]
+    assert cu.run(pipe, [1, 2, 3], executor="local").values("out") == [2, 4, 6]
 
 
 def test_bare_class_is_accepted_as_a_class_stage():

@@ -80,7 +80,8 @@ PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[Healt
 @given(spec=specs(), roots=stx.lists(stx.integers(0, 10**6), max_size=8),
        window=stx.integers(1, 4), inflight=stx.integers(1, 3))
 def test_local_executor_matches_reference(spec, roots, window, inflight):
-    result = cu.run(build(spec, Faults(spec)), _inputs(roots), input_batch_size=window, inflight=inflight)
+    result = cu.run(build(spec, Faults(spec)), _inputs(roots), executor="local",
+                    input_batch_size=window, inflight=inflight)
     check(spec, roots, result)
 
 

@@ -38,7 +38,7 @@ class Executor(Protocol):
 
 
 def get_executor(executor: Any, **options) -> Executor:
-    """An executor instance from a name ("local") or an object with `execute`."""
+    """An executor instance from a name ("ray", "local") or an object with `execute`."""
     if hasattr(executor, "execute"):
         if options:
             raise CurateError(f"executor options {sorted(options)} given with an executor object; "

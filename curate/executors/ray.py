@@ -11,6 +11,7 @@ work) so cheap stages do not pay one round trip per batch."""
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -117,6 +118,10 @@ class RayExecutor:
         connect(self.address, self.ray_init)
         self.groups = groups = self._make_groups(driver)
         self._start(groups)
+        # Wait until every actor is up, so the run's start-up and execution phases are told
+        # apart (RunMetrics.extra); the first batches could not start any earlier anyway.
+        _wait_started(groups)
+        driver.startup_s = time.perf_counter() - driver.started
         driver.wrap_inputs = lambda values: [Inline(v) for v in values]
         driver.resolve_values = _fetch
         sched = driver.sched
@@ -218,6 +223,26 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes))
+
+
+def _wait_started(groups: list[_Group]) -> None:
+    """Block until every actor answers; an actor that cannot even start (its stage does not
+    unpickle on the worker, a runtime_env fails) stops the run with the reason, since no
+    item of its Calls could ever run."""
+    pings = {a.ping.remote(): g for g in groups for a in g.actors}
+    problems = {}
+    for ref, g in pings.items():
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            problems.setdefault(g.name, str(exc).strip().splitlines()[-1])
+    if problems:
+        for g in groups:
+            for a in g.actors:
+                ray.kill(a)
+        raise CurateError("workers could not start: " + "; ".join(f"pool {n}: {why}" for n, why in problems.items())
+                          + ". Stages must be importable on the workers: define them in an installed "
+                          "module or the driver script, or ship code with ray_init={'runtime_env': ...}")
 
 
 def _check_picklable(groups: list[_Group]) -> None:

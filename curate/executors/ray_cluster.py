@@ -4,6 +4,7 @@ every worker the pipeline asks for."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 from curate.errors import CurateError
@@ -41,7 +42,12 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
         opts.pop("include_dashboard", None)
         ray.init(address=address, **opts)
     else:
-        ray.init(**opts)
+        # Local workers start with this interpreter but not with this process's sys.path: give
+        # them the same path so stages defined in the user's own modules import there too.
+        env = dict(opts.pop("runtime_env", None) or {})
+        env_vars = dict(env.get("env_vars", {}))
+        env_vars.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+        ray.init(runtime_env=dict(env, env_vars=env_vars), **opts)
     return True
 
 
