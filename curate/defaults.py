@@ -8,3 +8,7 @@ DEFAULT_INFLIGHT = 4  # input windows admitted at once: bounds driver memory
 DEFAULT_INPUT_BATCH_SIZE = 16  # roots per input window: large enough to fill model batches
 MAX_GENERATION = 2**15 - 1  # a grain retried this often is FAILED even if retries say more
 DEFAULT_EXECUTOR = "ray"  # actor pools with payloads in the object store; "local" for debugging
+MAX_TIMELINE_EVENTS = 200_000  # batches kept for the run report's timeline: ~20 MB at most
+DEFAULT_SHARD_ROWS = 100_000  # rows per flush (all outputs): shards big enough for fast scans
+DEFAULT_FLUSH_S = 30.0  # commit at least this often, so a kill loses at most ~30 s of work
+DEFAULT_ROW_GROUP_ROWS = 65_536  # Parquet row group: large enough for efficient columnar reads

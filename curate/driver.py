@@ -7,10 +7,14 @@ import itertools
 import time
 from typing import Any, Callable, Iterable
 
+from curate import defaults
 from curate.errors import CurateError
 from curate.outcome import Item, Status
 from curate.plan import Plan
 from curate.scheduler import Scheduler
+
+
+_END = object()
 
 
 class MemorySink:
@@ -43,8 +47,14 @@ class Driver:
         self._window_size = input_batch_size
         self._key = key
         self._index = 0
+        self.total = len(inputs) if hasattr(inputs, "__len__") else None
+        self.progress = None  # a curate.progress.Progress, when shown
+        self.skip: set[str] = set()  # root keys already committed (resume)
+        self.skipped = 0
         self.sink = sink
         self.started = time.perf_counter()
+        self.started_wall = time.time()
+        self.timeline: list[tuple[int, float, float, int, str]] = []  # (call, start_s, seconds, items, worker)
         self.first_root_s: float | None = None
         self.startup_s = 0.0  # executor start-up (Ray: until every actor answered)
         self.roots_done = 0
@@ -56,18 +66,36 @@ class Driver:
         self.wrap_inputs: Callable[[list], list] | None = None
         self.resolve_values: Callable[[list], list] | None = None
 
+    def record_batch(self, call: int, start_wall: float, seconds: float, items: int, worker: str) -> None:
+        """Note one batch's run for the report's timeline (up to MAX_TIMELINE_EVENTS)."""
+        if len(self.timeline) < defaults.MAX_TIMELINE_EVENTS:
+            self.timeline.append((call, start_wall - self.started_wall, seconds, items, worker))
+
     def admit(self) -> None:
-        """Admit input windows while the scheduler has room; close the input when it ends."""
+        """Admit input windows while the scheduler has room; close the input when it ends.
+        Roots whose key is in `skip` (committed by an earlier run) are passed over."""
         s = self.sched
         while s.can_admit():
-            values = list(itertools.islice(self._inputs, self._window_size))
-            if not values:
+            keys, values, indices = [], [], []
+            ended = False
+            while len(values) < self._window_size:
+                v = next(self._inputs, _END)
+                if v is _END:
+                    ended = True
+                    break
+                k = self._key(v) if self._key else str(self._index)
+                if k in self.skip:
+                    self.skipped += 1
+                else:
+                    keys.append(k)
+                    values.append(v)
+                    indices.append(self._index)
+                self._index += 1
+            if values:
+                s.admit(keys, self.wrap_inputs(values) if self.wrap_inputs else values, indices)
+            if ended:
                 s.close_input()
                 return
-            base = self._index
-            self._index += len(values)
-            keys = [self._key(v) if self._key else str(base + i) for i, v in enumerate(values)]
-            s.admit(keys, self.wrap_inputs(values) if self.wrap_inputs else values)
 
     def next_call(self, pool: int) -> int | None:
         """The Call of `pool` a free worker should serve now, or None if none has ready grains."""
@@ -83,6 +111,8 @@ class Driver:
     def drain(self) -> int:
         """Hand every finished root's rows to the sink and release them; returns how many."""
         fin = self.sched.pop_finished()
+        if self.progress is not None:
+            self.progress.update(self)
         if not fin:
             return 0
         roots = [{name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs} for w, r in fin]
@@ -92,7 +122,7 @@ class Driver:
                 row[2] = v
         for (w, r), rows in zip(fin, roots):
             items = {name: [Item(p, Status(s), v, c) for p, s, v, c in lst] for name, lst in rows.items()}
-            self.sink.write_root(w.base + r, w.keys[r], items)
+            self.sink.write_root(w.indices[r], w.keys[r], items)
             self.sched.release(w, r)
         if self.first_root_s is None:
             self.first_root_s = time.perf_counter() - self.started
@@ -116,7 +146,7 @@ class Driver:
             for k in range(count[e][idx]):
                 walk(level + 1, f + k, path + (k,))
 
-        walk(0, r, (w.base + r,))
+        walk(0, r, (w.indices[r],))
         return out
 
 

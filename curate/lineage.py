@@ -25,13 +25,13 @@ def entity_id(root_key: str, path: tuple[int, ...] | list[int]) -> str:
 class Window:
     """The entities, slot cells and bookkeeping of one admitted input window."""
 
-    __slots__ = ("wid", "base", "keys", "parent", "root", "status", "value", "pending", "first",
+    __slots__ = ("wid", "indices", "keys", "parent", "root", "status", "value", "pending", "first",
                  "count", "remaining", "causes", "barriers", "root_open", "roots_left")
 
-    def __init__(self, wid: int, base: int, keys: list, layout: Layout):
+    def __init__(self, wid: int, indices: list[int], keys: list, layout: Layout):
         n = len(keys)
         self.wid = wid
-        self.base = base  # input index of this window's first root
+        self.indices = indices  # input index of each root (resumed runs skip committed ones)
         self.keys = keys  # root keys, stable ids of the sources
         self.parent = [array("i") for _ in layout.space_slots]
         self.root = [array("i") for _ in layout.space_slots]
@@ -89,7 +89,7 @@ class Window:
             p = self.parent[space][idx]
             path.append(idx - self.first[layout.space_expand[space]][p])
             idx, space = p, layout.space_parent[space]
-        path.append(self.base + idx)
+        path.append(self.indices[idx])
         return tuple(reversed(path))
 
 

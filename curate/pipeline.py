@@ -193,6 +193,7 @@ class Pipeline:
         self.nodes: list[NodeDecl] = []
         self.ports: list[Port] = []  # ports[i] is the port of nodes[i]
         self.outputs: dict[str, int] = {}
+        self.output_options: dict[str, dict] = {}
         self._problems: list[str] = []
         self.source = self._add(NodeDecl("source", (), where=_caller()), root, ())
 
@@ -202,8 +203,14 @@ class Pipeline:
         self.ports.append(port)
         return port
 
-    def output(self, name: str, port: Port) -> None:
-        """Name a port as an output of the run."""
+    def output(self, name: str, port: Port, *, schema: dict | None = None,
+               files: dict[str, str] | None = None) -> None:
+        """Name a port as an output of the run.
+
+        For Parquet output (`run(..., output_dir=)`): `schema` maps payload columns to pyarrow
+        types (or type names such as "string", "float64", "binary") instead of inferring them;
+        `files` maps payload columns holding large bytes to a file extension: those bytes are
+        written as files under the output directory and the column holds their relative path."""
         where = _caller()
         if port.pipeline is not self:
             self._problems.append(f"{where}: output {name!r} is a port of another pipeline; "
@@ -213,3 +220,4 @@ class Pipeline:
             self._problems.append(f"{where}: output name {name!r} is used twice; give each output its own name")
             return
         self.outputs[name] = port.node
+        self.output_options[name] = {"schema": dict(schema or {}), "files": dict(files or {})}

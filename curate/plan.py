@@ -91,6 +91,7 @@ class Plan:
     pools: list[PoolSpec]
     outputs: dict[str, int]  # name -> node
     source_slot: int
+    output_options: dict[str, dict] = field(default_factory=dict)  # name -> {"schema", "files"}
 
     def __post_init__(self):
         self.nodes_by_id = {n.id: n for n in self.nodes}
@@ -278,7 +279,7 @@ def _lower(pipe: Pipeline, stages: dict[int, Stage], needed: set[int]) -> Plan:
         if n.kind == "reduce":
             n.guard_calls = _upstream_calls(nodes, n.in_slots[0], slot_space[n.in_slots[0]])
     return Plan(nodes, spaces, slot_space, consumers, calls, pools,
-                dict(pipe.outputs), node_of[0].out_slot)
+                dict(pipe.outputs), node_of[0].out_slot, dict(pipe.output_options))
 
 
 def _upstream_calls(nodes: list[PlanNode], slot: int, space: int) -> tuple[int, ...]:

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import sys
 import time
+import uuid
+from dataclasses import asdict, dataclass, field
 from os import PathLike
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from curate import defaults
 from curate.driver import Driver, MemorySink
 from curate.errors import CurateError
 from curate.executors import get_executor
+from curate.io import manifest
+from curate.io.commits import META, write_json_atomic
+from curate.io.parquet import ParquetSink, check_output_dir
 from curate.outcome import Issue, Item, Status
 from curate.pipeline import Pipeline
 from curate.plan import Plan, compile_plan
+from curate.progress import Progress
 from curate.scheduler import Scheduler
 
 
@@ -60,6 +67,7 @@ class RunMetrics:
     roots: int
     stale_reports: int
     startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
+    timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
 
     @property
     def execution_s(self) -> float:
@@ -70,6 +78,16 @@ class RunMetrics:
     def grains(self) -> int:
         """Grains that entered a stage, over all Calls (retries included)."""
         return sum(c.items for c in self.calls.values())
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form (what `metrics.json` holds and the run report reads)."""
+        return {
+            "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
+            "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
+            "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
+            "pools": {n: asdict(p) for n, p in self.pools.items()},
+            "timeline": [list(e) for e in self.timeline],
+        }
 
     def summary(self) -> str:
         first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
@@ -83,26 +101,41 @@ class RunMetrics:
 
 
 class RunResult:
-    """Outputs of a run held in memory, and its metrics."""
+    """What a run gives back: its metrics, and its outputs (held in memory, or read back from
+    the Parquet shards of `output_dir`)."""
 
-    def __init__(self, plan: Plan, sink: MemorySink, metrics: RunMetrics):
+    def __init__(self, plan: Plan, sink, metrics: RunMetrics, output_dir: Path | None = None,
+                 run_id: str | None = None):
         self._plan = plan
-        self._rows = sink.rows
-        self._keys = sink.keys
+        self._sink = sink
         self.metrics = metrics
+        self.output_dir = output_dir
+        self.run_id = run_id
+
+    @property
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Rows per output and status written by this run (Parquet output only)."""
+        return getattr(self._sink, "counts", {})
+
+    def _check(self, name: str) -> None:
+        if name not in self._plan.outputs:
+            raise KeyError(f"no output named {name!r}; outputs are {sorted(self._plan.outputs)}")
 
     def root_keys(self) -> list[str]:
         """Stable key of every input, in input order (the `key=` of `run`)."""
-        return [self._keys[i] for i in sorted(self._keys)]
-
-    def _check(self, name: str) -> None:
-        if name not in self._rows:
-            raise KeyError(f"no output named {name!r}; outputs are {sorted(self._rows)}")
+        if self.output_dir is not None:
+            raise CurateError("root keys of a Parquet run are in its rows (column root_key)")
+        keys = self._sink.keys
+        return [keys[i] for i in sorted(keys)]
 
     def items(self, name: str) -> list[Item]:
         """Every item of an output, in lineage order (input order, then ordinals)."""
         self._check(name)
-        by_root = self._rows[name]
+        if self.output_dir is not None:
+            from curate.io.read import read_items
+
+            return read_items(self.output_dir, name)
+        by_root = self._sink.rows[name]
         return [it for i in sorted(by_root) for it in by_root[i]]
 
     def values(self, name: str) -> list[Any]:
@@ -115,23 +148,63 @@ class RunResult:
 def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAULT_EXECUTOR,
         input_batch_size: int = defaults.DEFAULT_INPUT_BATCH_SIZE,
         inflight: int = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
-        **executor_options) -> RunResult:
+        output_dir: str | PathLike | None = None, resume: bool = False, progress: bool | None = None,
+        recipe: str | None = None, sink_options: dict | None = None, **executor_options) -> RunResult:
     """Run `pipe` over `inputs` (a list or any iterator, consumed window by window).
 
     `input_batch_size` roots form an input window; at most `inflight` windows are admitted at
     once. `key(input)` gives a root's stable key (default: its input index as text).
     `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
-    "local" (threads in this process) or an executor object; other keyword arguments go to it."""
+    "local" (threads in this process) or an executor object; other keyword arguments go to it.
+
+    With `output_dir`, each output streams to Parquet shards there as roots complete instead
+    of being kept in memory; `resume=True` continues a killed run, skipping committed roots.
+    `progress` shows live progress per level (None: only when stderr is a terminal and an
+    output_dir is given); `recipe` is the recipe text recorded in the manifest."""
     plan = compile_plan(pipe)  # every declaration problem, before anything starts
     if isinstance(inputs, (str, bytes, PathLike)):
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight)
-    sink = MemorySink(plan.outputs)
+    out = Path(output_dir) if output_dir is not None else None
+    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    if out is None:
+        sink = MemorySink(plan.outputs)
+    else:
+        check_output_dir(out, resume)
+        sink = ParquetSink(out, plan.output_options, run_id, **(sink_options or {}))
+        man = manifest.start_run(out, run_id, plan, recipe, resume)
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
-    pools_run = ex.execute(driver)
+    if out is not None:
+        driver.skip = sink.committed_keys
+    if progress or (progress is None and out is not None and sys.stderr.isatty()):
+        driver.progress = Progress(plan, sys.stderr, total=driver.total)
+    status, error = "failed", None
+    try:
+        pools_run = ex.execute(driver)
+        if out is not None:
+            sink.close()
+        status = "completed"
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        if driver.progress:
+            driver.progress.close(driver)
+        if out is not None:
+            _finish(out, man, run_id, sink, driver, status, error)
     wall = time.perf_counter() - driver.started
-    return RunResult(plan, sink, _metrics(plan, sched, driver, pools_run, wall))
+    metrics = _metrics(plan, sched, driver, pools_run, wall)
+    if out is not None:
+        write_json_atomic(out / META / run_id / "metrics.json", metrics.to_dict())
+        return RunResult(plan, sink, metrics, output_dir=out, run_id=run_id)
+    return RunResult(plan, sink, metrics)
+
+
+def _finish(out: Path, man: dict, run_id: str, sink, driver: Driver, status: str, error: str | None) -> None:
+    (out / META / run_id).mkdir(parents=True, exist_ok=True)
+    manifest.finish_run(out, man, run_id, status=status, counts=sink.counts, totals=sink.total_counts(),
+                        roots_done=driver.roots_done, roots_skipped=driver.skipped, error=error)
 
 
 def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pools_run: list, wall: float) -> RunMetrics:
@@ -148,5 +221,6 @@ def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pools_run: list, wall
         k = sched.counters[c.id]
         calls[c.name] = CallMetrics(c.name, plan.pools[c.pool].name, c.batch_size, k.batches, k.items,
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
+    timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
     return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      startup_s=driver.startup_s)
+                      startup_s=driver.startup_s, timeline=timeline)

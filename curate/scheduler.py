@@ -56,6 +56,8 @@ class Scheduler:
         self.in_flight: dict[int, Batch] = {}
         self.counters = [CallCounters() for _ in plan.calls]
         self.stale_reports = 0
+        self.admitted = 0  # roots admitted so far
+        self.created = [0] * len(plan.spaces)  # entities created per space (progress)
         self.input_closed = False
         self._retry: dict[tuple[int, int], list[int]] = {}  # (call, key) -> [generation, cap, attempts]
         self._finished: list[tuple[Window, int]] = []
@@ -75,17 +77,22 @@ class Scheduler:
     def can_admit(self) -> bool:
         return not self.input_closed and len(self.windows) < self.inflight
 
-    def admit(self, keys: list, values: list) -> int:
-        """Admit one input window of roots (stable keys and input values); returns its id."""
+    def admit(self, keys: list, values: list, indices: list[int] | None = None) -> int:
+        """Admit one input window of roots (stable keys, input values and, if not consecutive,
+        their input indices); returns its id."""
         if not self.can_admit():
             raise EngineError("admit() called while the admission window is full or input closed")
         if len(keys) != len(values) or not keys:
             raise EngineError("admit() needs one key per value and at least one root")
         wid = self._next_wid
         self._next_wid += 1
-        w = Window(wid, self._next_base, keys, self.layout)
-        self._next_base += len(keys)
+        if indices is None:
+            indices = list(range(self._next_base, self._next_base + len(keys)))
+        w = Window(wid, indices, keys, self.layout)
+        self._next_base = indices[-1] + 1
         self.windows[wid] = w
+        self.admitted += len(keys)
+        self.created[0] += len(keys)
         src = self.plan.source_slot
         w.status[src][:] = bytes([PRESENT]) * len(keys)
         w.value[src][:] = values
@@ -303,6 +310,7 @@ class Scheduler:
 
     def _commit_expand(self, n, w: Window, p: int, children: list) -> None:
         first = w.add_children(self.layout, n.id, p, children)
+        self.created[n.space] += len(children)
         for r in self._reduces_of[n.id]:
             w.remaining[r.id][p] = len(children)
         self._settle(w, n.grain_slot, p, PRESENT, None)

@@ -15,8 +15,8 @@ from curate.executors import PoolReport, WorkerStats
 class _Worker(threading.Thread):
     """Runs batches of one pool; builds the pool's object once, on its first batch."""
 
-    def __init__(self, pool, plan, outbox: queue.SimpleQueue):
-        super().__init__(daemon=True, name=f"curate-{pool.name}")
+    def __init__(self, pool, plan, outbox: queue.SimpleQueue, index: int):
+        super().__init__(daemon=True, name=f"{pool.name}/{index}")
         self.pool, self.plan, self.outbox = pool, plan, outbox
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.stats = WorkerStats()
@@ -35,13 +35,14 @@ class _Worker(threading.Thread):
             if batch is None:
                 return
             call = self.plan.calls[batch.call]
-            t0 = time.perf_counter()
+            t0, wall = time.perf_counter(), time.time()
             try:
                 result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
                 result = Cause.from_exception(exc, call.name)
-            self.stats.add(batch.call, time.perf_counter() - t0)
-            self.outbox.put((self, batch, result))
+            seconds = time.perf_counter() - t0
+            self.stats.add(batch.call, seconds)
+            self.outbox.put((self, batch, result, wall, seconds))
 
 
 class LocalExecutor:
@@ -53,7 +54,7 @@ class LocalExecutor:
     def execute(self, driver) -> list[PoolReport]:
         plan, sched = driver.plan, driver.sched
         outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers = [[_Worker(p, plan, outbox) for _ in range(p.replicas)] for p in plan.pools]
+        self._workers = [[_Worker(p, plan, outbox, i) for i in range(p.replicas)] for p in plan.pools]
         idle = [list(ws) for ws in self._workers]
         for ws in self._workers:
             for w in ws:
@@ -71,10 +72,10 @@ class LocalExecutor:
                     if sched.can_admit() or any(sched.queues):
                         continue
                     raise EngineError("no batch in flight, none ready and the run is not done")
-                busy -= self._apply(sched, outbox.get(), idle)
+                busy -= self._apply(driver, outbox.get(), idle)
                 while True:  # apply everything already reported before dispatching again
                     try:
-                        busy -= self._apply(sched, outbox.get_nowait(), idle)
+                        busy -= self._apply(driver, outbox.get_nowait(), idle)
                     except queue.Empty:
                         break
         finally:
@@ -99,8 +100,10 @@ class LocalExecutor:
         return sent
 
     @staticmethod
-    def _apply(sched, msg, idle: list[list[_Worker]]) -> int:
-        worker, batch, result = msg
+    def _apply(driver, msg, idle: list[list[_Worker]]) -> int:
+        worker, batch, result, wall, seconds = msg
+        sched = driver.sched
+        driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
         idle[worker.pool.id].append(worker)
         if isinstance(result, Cause):
             sched.fail(batch.id, result)

@@ -116,6 +116,7 @@ class RayExecutor:
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
         connect(self.address, self.ray_init)
+        self._driver = driver
         self.groups = groups = self._make_groups(driver)
         self._start(groups)
         # Wait until every actor is up, so the run's start-up and execution phases are told
@@ -209,12 +210,13 @@ class RayExecutor:
         for bi, (b, meta) in enumerate(zip(fl.batches, metas)):
             seconds = meta[-1]
             stats.add(fl.call, seconds)
+            self._driver.record_batch(fl.call, meta[-2], seconds, len(b.keys), f"{fl.group.name}/{fl.actor}")
             old = self._cost.get(fl.call)
             self._cost[fl.call] = seconds if old is None else old + COST_SMOOTHING * (seconds - old)
             if meta[0] == "err":
                 sched.fail(b.id, meta[1])
                 continue
-            _, codes, causes, counts, _ = meta
+            _, codes, causes, counts, _, _ = meta
             n = len(b.keys)
             if kind == "expand":
                 values = [[Ref(fl.payload, bi, i, c) for c in range(counts[i])] for i in range(n)]

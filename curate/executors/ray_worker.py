@@ -75,22 +75,22 @@ class PoolWorker:
     @ray.method(num_returns=2)
     def run(self, call: int, batches: list[list], *payloads):
         """Run each batch of one Call; returns (metadata, payload): per batch either
-        ("ok", codes, causes, child counts, seconds) or ("err", Cause, seconds)."""
+        ("ok", codes, causes, child counts, start, seconds) or ("err", Cause, start, seconds)."""
         kind, name, _ = self._calls[call]
         metas, outs = [], []
         for inputs in batches:
-            t0 = time.perf_counter()
+            t0, wall = time.perf_counter(), time.time()
             try:
                 rep = run_batch(self._fn(call), kind, [resolve(x, payloads) for x in inputs], name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
-                metas.append(("err", Cause.from_exception(exc, name), time.perf_counter() - t0))
+                metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0))
                 outs.append(None)
                 continue
             counts = None
             if kind == "expand":
                 codes = rep.codes
                 counts = [len(v) if (codes is None or codes[i] == PRESENT) else 0 for i, v in enumerate(rep.values)]
-            metas.append(("ok", rep.codes, rep.causes, counts, time.perf_counter() - t0))
+            metas.append(("ok", rep.codes, rep.causes, counts, wall, time.perf_counter() - t0))
             outs.append(None if kind == "filter" else rep.values)
         return metas, outs
 

@@ -1,0 +1,1 @@
+"""Inputs (sources) and outputs (the Parquet sink) of a run."""

@@ -1,0 +1,118 @@
+"""Items -> Parquet rows: lineage columns first, then the payload's own columns.
+
+Every row carries `root_key`, `entity_id` (root key + ordinal path: the same in every run),
+`parent_id`, `ordinal`, `lineage` (input index, then ordinals), `status`, `cause_kind` and
+`cause`. A payload that is a dataclass or a dict becomes one column per field; anything
+else is a single `value` column. Payload fields declared as files are written under the
+output directory and their column holds the relative path."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+
+from curate.lineage import entity_id
+from curate.outcome import Item, Status
+
+LINEAGE_COLUMNS = ("root_key", "entity_id", "parent_id", "ordinal", "lineage", "status", "cause_kind", "cause")
+
+
+def payload_fields(value) -> dict:
+    """The payload as named fields (shallow)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return value
+    return {"value": value}
+
+
+def item_row(item: Item, root_key: str) -> dict:
+    """One output row of an item (payload columns renamed `v_<name>` if they clash)."""
+    path = item.lineage[1:]
+    cause = item.cause
+    row = {
+        "root_key": root_key,
+        "entity_id": entity_id(root_key, path),
+        "parent_id": entity_id(root_key, path[:-1]) if path else None,
+        "ordinal": item.lineage[-1],
+        "lineage": list(item.lineage),
+        "status": str(item.status),
+        "cause_kind": None if cause is None else ("dropped" if item.status is Status.DROPPED else getattr(cause, "kind", None)),
+        "cause": None if cause is None else str(cause),
+    }
+    if item.status is Status.PRESENT:
+        for k, v in payload_fields(item.value).items():
+            row[f"v_{k}" if k in row else k] = v
+    return row
+
+
+def file_name(entity: str, column: str, ext: str) -> str:
+    """Deterministic path of a payload file, relative to its output's directory: the same
+    entity gets the same name in every run, so a resumed run rewrites rather than duplicates.
+    The leading underscore keeps dataset readers (pyarrow, Ray Data) from taking it for data."""
+    digest = hashlib.sha256(entity.encode()).hexdigest()[:24]
+    return f"_files/{column}/{digest}{ext if ext.startswith('.') else '.' + ext}"
+
+
+def spill_files(rows: list[dict], files: dict[str, str], out_dir: Path) -> None:
+    """Write declared byte columns as files under `out_dir` (an output's directory, or its
+    staging twin) and replace the bytes by the relative path."""
+    for row in rows:
+        for col, ext in files.items():
+            data = row.get(col)
+            if data is None:
+                continue
+            rel = file_name(row["entity_id"], col, ext)
+            target = out_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".tmp")
+            with open(tmp, "wb") as f:
+                f.write(bytes(data))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            row[col] = rel
+
+
+def arrow_type(t):
+    """A pyarrow type from a type or a type name ("string", "int64", "list<float32>" ...)."""
+    import pyarrow as pa
+
+    if isinstance(t, pa.DataType):
+        return t
+    name = str(t).strip()
+    if name.startswith("list<") and name.endswith(">"):
+        return pa.list_(arrow_type(name[5:-1]))
+    aliases = {"str": "string", "bytes": "binary", "float": "float64", "int": "int64", "bool": "bool_"}
+    name = aliases.get(name, name)
+    factory = getattr(pa, name, None)
+    if factory is None:
+        raise TypeError(f"unknown column type {t!r}; use a pyarrow type or a name such as 'string'")
+    return factory()
+
+
+def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=None):
+    """An Arrow table of `rows`: lineage columns typed, declared payload columns typed, the
+    rest inferred, and unified with `previous` (the schema of earlier shards) so every shard of
+    an output reads as one dataset."""
+    import pyarrow as pa
+
+    fixed = {"root_key": pa.string(), "entity_id": pa.string(), "parent_id": pa.string(),
+             "ordinal": pa.int64(), "lineage": pa.list_(pa.int64()), "status": pa.string(),
+             "cause_kind": pa.string(), "cause": pa.string()}
+    fixed.update({k: arrow_type(v) for k, v in declared.items()})
+    fixed.update({k: pa.string() for k in files})
+    names: list[str] = list(LINEAGE_COLUMNS)
+    for row in rows:
+        names.extend(k for k in row if k not in names)
+    if previous is not None:
+        names.extend(k for k in previous.names if k not in names)
+    arrays = []
+    for name in names:
+        col = [r.get(name) for r in rows]
+        t = fixed.get(name) or (previous.field(name).type if previous is not None and name in previous.names
+                                and not pa.types.is_null(previous.field(name).type) else None)
+        arrays.append(pa.array(col, type=t) if t is not None else pa.array(col))
+    return pa.Table.from_arrays(arrays, names=names)

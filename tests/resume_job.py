@@ -1,0 +1,62 @@
+"""A job for the kill-and-resume tests, run as a real subprocess:
+`python resume_job.py OUT [--resume] [--executor local|ray]`. Every stage run prints a line,
+so the test can kill it after a chosen amount of work."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import curate as cu
+
+N_DOCS = 40
+
+
+@dataclass(frozen=True)
+class Page:
+    doc: int
+    no: int
+    text: str
+    scan: bytes
+
+
+def render(docs):
+    return [[Page(d, i, f"doc {d} page {i}", bytes([d % 256, i % 256]) * 64) for i in range(d % 7)] for d in docs]
+
+
+def ocr(pages):
+    print("ran", len(pages), flush=True)
+    out = []
+    for p in pages:
+        if p.doc % 11 == 5 and p.no == 1:
+            out.append(cu.ItemFailure(cu.InputError(f"page {p.no} of doc {p.doc} is unreadable")))
+        else:
+            out.append({"doc": p.doc, "no": p.no, "text": p.text.upper(), "scan": p.scan})
+    return out
+
+
+def blank(pages):
+    return [(p["no"] != 3, "blank page") for p in pages]
+
+
+def join(groups):
+    return ["\n".join(p["text"] for p in g) for g in groups]
+
+
+def build():
+    Doc = cu.Domain("doc")
+    P = Doc.child("page")
+    pipe = cu.Pipeline(Doc)
+    pages = pipe.source.expand(cu.stage(render, batch_size=2), into=P)
+    text = pages.map(cu.stage(ocr, batch_size=3)).filter(cu.stage(blank, batch_size=4))
+    pipe.output("pages", text, files={"scan": ".bin"})
+    pipe.output("docs", text.reduce(cu.stage(join)), schema={"value": "string"})
+    return pipe
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    executor = sys.argv[sys.argv.index("--executor") + 1] if "--executor" in sys.argv else "local"
+    res = cu.run(build(), range(N_DOCS), executor=executor, output_dir=out, resume="--resume" in sys.argv,
+                 input_batch_size=3, inflight=2, sink_options={"shard_rows": 9})
+    print("done", res.counts, flush=True)

@@ -1,0 +1,38 @@
+"""The output directory is read as-is by the usual tools: pyarrow, pandas and Ray Data."""
+
+from __future__ import annotations
+
+import pyarrow.dataset as pds
+import pytest
+
+import curate as cu
+from resume_job import build
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    d = tmp_path_factory.mktemp("readers")
+    res = cu.run(build(), range(25), executor="local", output_dir=d, sink_options={"shard_rows": 20})
+    assert len(list((d / "pages").glob("*.parquet"))) > 1  # several shards, one schema
+    return d, res.counts
+
+
+def test_pyarrow_and_pandas_read_every_shard(out):
+    d, counts = out
+    table = pds.dataset(d / "pages", format="parquet").to_table()
+    assert table.num_rows == sum(counts["pages"].values())
+    df = table.to_pandas()
+    assert set(df["status"]) == {"present", "failed", "dropped"}
+    assert df["entity_id"].is_unique
+
+
+def test_ray_data_reads_the_output_directory(out, ray_cluster):
+    import ray
+
+    d, counts = out
+    ds = ray.data.read_parquet(str(d / "docs"))
+    assert ds.count() == sum(counts["docs"].values())
+    statuses = {r["status"] for r in ds.take_all()}
+    assert statuses <= {"present", "suppressed"} and "present" in statuses
+    pages = ray.data.read_parquet(str(d / "pages"))  # payload files under _files/ are not data
+    assert pages.count() == sum(counts["pages"].values())
