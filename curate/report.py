@@ -22,6 +22,7 @@ LANE_HEIGHT = 0.8  # of one Call's lane; the rest is the gap between lanes
 MAX_WORKERS_LISTED = 16  # a pool with more workers is summarised (min / mean / max)
 MAX_CAUSE_CHARS = 200  # a longer cause is cut in the table: the full text is in the outputs
 STATUSES = ("present", "dropped", "failed", "suppressed")  # column order of the counts table
+NUMBER = re.compile(r"-|-?[\d,]*\.?\d+")  # a cell that right-aligns: "1,234.5", or "-" for none
 
 
 def write_report(metrics: dict, out_dir: str | Path, *, title: str = "",
@@ -77,13 +78,8 @@ def _draw(metrics: dict, path: Path, title: str) -> None:
 
 def _call_names(metrics: dict) -> list[str]:
     """Calls in `calls` order, then any that only the timeline names."""
-    names = list(metrics["calls"])
-    seen = set(names)
-    for entry in metrics["timeline"]:
-        if entry[0] not in seen:
-            seen.add(entry[0])
-            names.append(entry[0])
-    return names
+    in_timeline = dict.fromkeys(entry[0] for entry in metrics["timeline"])
+    return list(metrics["calls"]) + [n for n in in_timeline if n not in metrics["calls"]]
 
 
 def _batches(timeline: list) -> dict[str, dict[str, tuple]]:
@@ -145,9 +141,7 @@ def _draw_gantt(ax, metrics, names, batches, colors, span) -> None:
     note = f", bars within {span * MERGE_GAP:.2g} s merged" if merge else ""
     ax.set_title(f"Timeline: {total:,} batches, one row per worker{note}", fontsize=12, loc="left")
     ax.grid(axis="x", alpha=0.3)
-    if not total:
-        ax.text(0.5, 0.5, "no batches ran", transform=ax.transAxes, ha="center", va="center",
-                fontsize=14, color="grey")
+    _note_if_empty(ax, batches)
     _mark_times(ax, metrics)
     ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=2, fontsize=9, frameon=False)
 
@@ -157,6 +151,14 @@ def _lane_label(metrics: dict, name: str) -> str:
     call = metrics["calls"].get(name, {})
     replicas = metrics["pools"].get(call.get("pool"), {}).get("replicas", 1)
     return f"{name} ×{replicas}" if replicas > 1 else name
+
+
+def _note_if_empty(ax, batches: dict) -> bool:
+    """Say "no batches ran" across an empty plot; True if it was empty."""
+    if not batches:
+        ax.text(0.5, 0.5, "no batches ran", transform=ax.transAxes, ha="center", va="center",
+                fontsize=13, color="grey")
+    return not batches
 
 
 def _mark_times(ax, metrics: dict, labels: bool = True) -> None:
@@ -191,8 +193,7 @@ def _draw_fill(ax, metrics, names, batches, colors) -> None:
     ax.set_ylabel("share of the Call's batches")
     ax.set_title("Batch fill per Call", fontsize=12)
     ax.grid(axis="y", alpha=0.3)
-    if not batches:
-        ax.text(0.5, 0.5, "no batches ran", transform=ax.transAxes, ha="center", color="grey")
+    _note_if_empty(ax, batches)
 
 
 def _draw_throughput(ax, metrics, names, batches, colors, span) -> None:
@@ -216,9 +217,7 @@ def _draw_throughput(ax, metrics, names, batches, colors, span) -> None:
     ax.set_title(f"Throughput per Call ({THROUGHPUT_BINS} bins of {span / THROUGHPUT_BINS:.3g} s)",
                  fontsize=12)
     ax.grid(alpha=0.3)
-    if not batches:
-        ax.text(0.5, 0.5, "no batches ran", transform=ax.transAxes, ha="center", color="grey")
-    else:
+    if not _note_if_empty(ax, batches):
         ax.legend(loc="best", fontsize=9, ncol=2 if len(names) > 6 else 1, framealpha=0.9)
 
 
@@ -307,27 +306,22 @@ def _counts_table(counts: dict[str, dict[str, int]]) -> str:
 
 def _causes_table(causes: list[tuple[str, int, str]]) -> str:
     """The top failure causes, most frequent first, as given."""
-    rows = [[i, n, _clip(cause), f"`{key}`"] for i, (cause, n, key) in enumerate(causes, 1)]
+    rows = [[i, n, _clip(cause), f"`{_clip(key)}`"] for i, (cause, n, key) in enumerate(causes, 1)]
     return _table(["#", "count", "cause", "example input"], rows) if rows else "_no failures_"
 
 
-def _clip(text: str) -> str:
-    text = " ".join(str(text).split())
+def _clip(text: object) -> str:
+    """One line of at most MAX_CAUSE_CHARS characters, without backticks (they end a code span)."""
+    text = " ".join(str(text).replace("`", "'").split())
     return text if len(text) <= MAX_CAUSE_CHARS else text[:MAX_CAUSE_CHARS - 1] + "…"
 
 
 def _table(headers: list[str], rows: list[list]) -> str:
     """A markdown table; numbers right-aligned, `|` in a cell escaped."""
-    def cell(v) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    numeric = [bool(rows) and all(_is_number(r[i]) for r in rows) for i in range(len(headers))]
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or NUMBER.fullmatch(str(r[i])) for r in rows)
+               for i in range(len(headers))]
     lines = ["| " + " | ".join(headers) + " |",
              "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in r) + " |" for r in rows]
     return "\n".join(lines)
 
-
-def _is_number(value) -> bool:
-    """A number, a formatted one ("1,234.5") or "-" (no value) right-aligns its column."""
-    return isinstance(value, (int, float)) or bool(re.fullmatch(r"-|-?[\d,]*\.?\d+", str(value)))

@@ -45,7 +45,7 @@ def check(spec: Spec, roots: list, result: cu.RunResult, also: frozenset = froze
     """`also`: causes a hostile executor may leave on an item that was FAILING anyway (the
     last failed attempt of a poison item may have been a killed worker)."""
     ref = reference(spec, roots)
-    for name in result._rows:
+    for name in result._plan.outputs:
         items = result.items(name)
         lineages = [it.lineage for it in items]
         assert lineages == sorted(lineages), f"{name}: not in lineage order"

@@ -1,0 +1,169 @@
+"""`curate run | validate | inspect | report`.
+
+Exit codes: 0 success; 1 error (invalid recipe, refused or crashed run); 2 bad command
+line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from curate.errors import CurateError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+TOP_CAUSES = 10
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CurateError as exc:  # a problem the user must fix: no traceback
+        print(f"curate {args.command}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="curate", description="Hierarchical data preparation: run recipes, "
+                                "inspect and report their output.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a recipe into an output directory")
+    r.add_argument("recipe")
+    r.add_argument("--input", action="append", default=[], help="input path or glob (repeatable); replaces the recipe's input")
+    r.add_argument("--output", help="output directory (default: the recipe's run.output_dir)")
+    r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
+    r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")
+    r.add_argument("--resume", action="store_true", help="continue a killed run: skip committed inputs")
+    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a recipe field")
+    r.add_argument("--no-progress", action="store_true", help="no progress display")
+    r.set_defaults(func=cmd_run)
+    v = sub.add_parser("validate", help="check a recipe and its pipeline without running anything")
+    v.add_argument("recipe")
+    v.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    v.set_defaults(func=cmd_validate)
+    i = sub.add_parser("inspect", help="rows per output and status, top failure causes")
+    i.add_argument("out")
+    i.set_defaults(func=cmd_inspect)
+    rp = sub.add_parser("report", help="write report.png and summary.md for a run")
+    rp.add_argument("out")
+    rp.add_argument("--run", help="run id (default: the latest)")
+    rp.set_defaults(func=cmd_report)
+    return p
+
+
+def _load(args):
+    from curate.recipe import load_recipe
+
+    return load_recipe(args.recipe, args.set)
+
+
+def cmd_validate(args) -> int:
+    from curate.plan import compile_plan
+
+    recipe = _load(args)
+    plan = compile_plan(recipe.pipeline)
+    print(f"{args.recipe}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
+          f"{', '.join(plan.outputs)})")
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    import curate as cu
+    from curate.io import sources
+
+    recipe = _load(args)
+    opts = dict(recipe.run_options)
+    out = args.output or opts.pop("output_dir", None)
+    opts.pop("output_dir", None)
+    if not out:
+        raise CurateError("no output directory: pass --output DIR or set run.output_dir in the recipe")
+    if args.address:
+        opts["address"] = args.address
+    if args.executor:
+        opts["executor"] = args.executor
+    if opts.get("executor") == "local":
+        opts.pop("address", None)
+    inputs, key = recipe.inputs(), recipe.key
+    if args.input:
+        inputs, key = _cli_inputs(args.input, sources), sources.path_key
+    res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
+                 progress=not args.no_progress, recipe=recipe.text, **opts)
+    root = res._plan.spaces[0].domain
+    print(f"wrote {out}: run {res.run_id}")
+    for name, counts in res.counts.items():
+        print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
+    print(res.metrics.summary())
+    man = json.loads((Path(out) / "_curate" / "manifest.json").read_text())
+    bad = sum(n for name, c in res.counts.items() if man["pipeline"]["outputs"][name] == root
+              for st, n in c.items() if st in ("failed", "suppressed"))
+    if bad:
+        print(f"{bad} root-level rows FAILED or SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _cli_inputs(specs: list[str], sources):
+    for spec in specs:
+        if any(ch in spec for ch in "*?["):
+            yield from sources.glob(spec, Path.cwd())
+        else:
+            yield spec
+
+
+def cmd_inspect(args) -> int:
+    out = Path(args.out)
+    counts, causes = inspect_dir(out)
+    for name, c in counts.items():
+        print(f"{name}: " + ", ".join(f"{n} {st}" for st, n in sorted(c.items())))
+    if causes:
+        print(f"\ntop failure causes (of {sum(n for _, n, _ in causes)} rows shown):")
+        for cause, n, example in causes:
+            print(f"  {n:>6}  {cause}\n          e.g. {example}")
+    return EXIT_OK
+
+
+def inspect_dir(out: Path) -> tuple[dict, list[tuple[str, int, str]]]:
+    """Rows per output and status, and the most frequent failure causes with an example."""
+    from curate.io import manifest
+    from curate.io.read import read_table
+
+    man = manifest.load(out)
+    if man is None:
+        raise CurateError(f"{out} has no _curate/manifest.json: not a curate output directory")
+    found: dict[str, list] = {}
+    for name in man["pipeline"]["outputs"]:
+        t = read_table(out, name)
+        if t.num_rows == 0:
+            continue
+        for r in t.select(["status", "cause", "root_key", "entity_id"]).to_pylist():
+            if r["status"] in ("failed", "suppressed") and r["cause"]:
+                entry = found.setdefault(r["cause"], [0, f"{name} {r['entity_id']} (input {r['root_key']})"])
+                entry[0] += 1
+    top = sorted(found.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
+    return man["counts"], [(cause, n, ex) for cause, (n, ex) in top]
+
+
+def cmd_report(args) -> int:
+    from curate.io import manifest
+    from curate.report import write_report
+
+    out = Path(args.out)
+    man = manifest.load(out)
+    if man is None or not man["runs"]:
+        raise CurateError(f"{out} holds no curate run to report on")
+    run = args.run or next((r["run"] for r in reversed(man["runs"]) if r["status"] != "running"), man["runs"][-1]["run"])
+    mpath = out / "_curate" / run / "metrics.json"
+    if not mpath.exists():
+        raise CurateError(f"run {run} saved no metrics (it was killed before finishing); pick another with --run")
+    counts, causes = inspect_dir(out)
+    written = write_report(json.loads(mpath.read_text()), out / "_curate" / run, title=f"curate run {run}",
+                           counts=counts, causes=causes)
+    for kind, p in written.items():
+        print(f"{kind}: {p}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
