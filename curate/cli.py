@@ -96,10 +96,10 @@ def cmd_run(args) -> int:
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
     man = json.loads((Path(out) / "_curate" / "manifest.json").read_text())
-    bad = sum(n for name, c in res.counts.items() if man["pipeline"]["outputs"][name] == root
+    bad = sum(n for name, c in man["counts"].items() if man["pipeline"]["outputs"][name] == root
               for st, n in c.items() if st in ("failed", "suppressed"))
-    if bad:
-        print(f"{bad} root-level rows FAILED or SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
+    if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
+        print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
         return EXIT_PARTIAL
     return EXIT_OK
 

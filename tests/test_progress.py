@@ -1,0 +1,69 @@
+"""Progress per level: redrawn in place on a terminal, log lines elsewhere."""
+
+from __future__ import annotations
+
+import io
+
+import curate as cu
+from curate.driver import Driver, MemorySink
+from curate.executors.local import LocalExecutor
+from curate.progress import Progress
+from curate.scheduler import Scheduler
+
+Doc = cu.Domain("doc")
+Page = Doc.child("page")
+
+
+def pipeline():
+    pipe = cu.Pipeline(Doc)
+    pages = pipe.source.expand(lambda ds: [list(range(d)) for d in ds], into=Page)
+    ok = pages.map(lambda ps: [cu.ItemFailure("bad page") if p == 2 else p for p in ps])
+    pipe.output("docs", ok.reduce(lambda gs: [sum(g) for g in gs]))
+    return pipe
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+class Watched(LocalExecutor):
+    """The local executor with progress written to `stream` (run() closes it at the end)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def execute(self, driver):
+        driver.progress = Progress(driver.plan, self.stream, total=driver.total)
+        return super().execute(driver)
+
+
+def test_a_finished_run_logs_roots_entities_and_failures_per_level():
+    stream = io.StringIO()
+    cu.run(pipeline(), [1, 3, 0, 4], executor=Watched(stream))
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert "\x1b[" not in last  # not a terminal: plain log lines
+    assert "doc: 4/4 done (0 resumed), 0 in flight" in last
+    assert "page: 8 entities" in last and "2 failed" in last
+
+
+def test_admitted_roots_show_as_in_flight():
+    plan = cu.compile_plan(pipeline())
+    stream = io.StringIO()
+    d = Driver(plan, Scheduler(plan), [1, 3, 0, 4], input_batch_size=2, key=None, sink=MemorySink(plan.outputs))
+    d.admit()
+    Progress(plan, stream, total=d.total).update(d, force=True)
+    line = stream.getvalue().strip()
+    assert "doc: 0/4 done" in line and "4 in flight" in line and "page: 0 entities" in line
+
+
+def test_a_terminal_is_redrawn_in_place():
+    plan = cu.compile_plan(pipeline())
+    stream = Tty()
+    d = Driver(plan, Scheduler(plan), [1, 3], input_batch_size=2, key=None, sink=MemorySink(plan.outputs))
+    prog = Progress(plan, stream, total=2)
+    prog.update(d, force=True)
+    prog.update(d, force=True)
+    out = stream.getvalue()
+    assert out.count("\x1b[2K") == 6 and "\x1b[3F" in out  # three lines drawn, then drawn over
