@@ -14,7 +14,6 @@ import argparse
 import gc
 import statistics
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 

@@ -3,7 +3,6 @@ choosing which Call a free worker serves, and handing finished roots to a sink."
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any, Callable, Iterable
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 
-from curate.outcome import PENDING, Status
+from curate.outcome import Status
 
 PRESENT = int(Status.PRESENT)
 KEY_BITS = 32  # a grain key is (window id << KEY_BITS) | entity index

@@ -5,7 +5,6 @@ each crash window; refusing to mix runs."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
