@@ -59,7 +59,7 @@ def throughput(runs: int) -> None:
     pipe = build_pipeline()
     rates, walls = [], []
     for _ in range(runs):
-        res = cu.run(pipe, inputs, input_batch_size=16, inflight=4)
+        res = cu.run(pipe, inputs, executor="local", input_batch_size=16, inflight=4)
         m = res.metrics
         assert len(res.values("uploaded")) == len(inputs)
         rates.append(m.grains / m.wall_s)
