@@ -156,7 +156,9 @@ def cmd_report(args) -> int:
     run = args.run or next((r["run"] for r in reversed(man["runs"]) if r["status"] != "running"), man["runs"][-1]["run"])
     mpath = out / "_curate" / run / "metrics.json"
     if not mpath.exists():
-        raise CurateError(f"run {run} saved no metrics (it was killed before finishing); pick another with --run")
+        status = next((r["status"] for r in man["runs"] if r["run"] == run), "unknown")
+        raise CurateError(f"run {run} ({status}) saved no metrics: only finished runs do; "
+                          f"runs here: {', '.join(r['run'] + ' ' + r['status'] for r in man['runs'])}")
     counts, causes = inspect_dir(out)
     written = write_report(json.loads(mpath.read_text()), out / "_curate" / run, title=f"curate run {run}",
                            counts=counts, causes=causes)

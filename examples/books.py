@@ -92,20 +92,20 @@ class BookSummary:
 
 
 # ---- stages: each takes a batch (list) and returns one result per item -------------------------
-def read_titles(paths: list[Path]) -> list[str]:
+def read_titles(paths: list[str | Path]) -> list[str]:
     """Book -> its title: the `Title:` line, else the file name."""
     out = []
-    for path in paths:
+    for path in map(Path, paths):
         lines = path.read_text(encoding="utf-8").splitlines()
         title = next((ln[len("Title:"):].strip() for ln in lines if ln.startswith("Title:")), path.stem)
         out.append(title)
     return out
 
 
-def split_chapters(paths: list[Path]) -> list:
+def split_chapters(paths: list[str | Path]) -> list:
     """Book -> its chapters in order. A file with no chapter line is bad input: that book alone
     FAILS with an InputError that says how to fix the file; the rest of the batch goes on."""
-    return [_chapters(path) for path in paths]
+    return [_chapters(Path(path)) for path in paths]
 
 
 def _chapters(path: Path) -> list[ChapterText] | cu.ItemFailure:

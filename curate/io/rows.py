@@ -9,9 +9,11 @@ output directory and their column holds the relative path."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
+import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from curate.lineage import entity_id
 from curate.outcome import Item, Status
@@ -20,12 +22,29 @@ LINEAGE_COLUMNS = ("root_key", "entity_id", "parent_id", "ordinal", "lineage", "
 
 
 def payload_fields(value) -> dict:
-    """The payload as named fields (shallow)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+    """The payload as named fields, each made of types Parquet stores (nested records as
+    structs, sequences as lists, paths and enums as text)."""
+    value = plain(value)
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
         return value
     return {"value": value}
+
+
+def plain(v):
+    """`v` with dataclasses turned into dicts, tuples and sets into lists, paths into text."""
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted((plain(x) for x in v), key=repr)
+    if isinstance(v, PurePath):
+        return str(v)
+    if isinstance(v, enum.Enum):
+        return v.value
+    return v
 
 
 def item_row(item: Item, root_key: str) -> dict:
@@ -114,5 +133,19 @@ def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=N
         col = [r.get(name) for r in rows]
         t = fixed.get(name) or (previous.field(name).type if previous is not None and name in previous.names
                                 and not pa.types.is_null(previous.field(name).type) else None)
-        arrays.append(pa.array(col, type=t) if t is not None else pa.array(col))
+        arrays.append(_column(col, t))
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _column(values: list, t):
+    """An Arrow array of one column; values Arrow cannot type (mixed kinds, opaque objects)
+    are stored as JSON text rather than failing the flush."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=t) if t is not None else pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        if t is not None and not pa.types.is_string(t):
+            raise
+        return pa.array([None if v is None else json.dumps(v, default=repr, sort_keys=True) for v in values],
+                        type=pa.string())

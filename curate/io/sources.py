@@ -1,9 +1,9 @@
 """Input sources: iterators over root inputs, never the corpus in memory, and `path_key`, the
 stable root key of a file input (its path plus a hash of its content).
 
-Relative paths are joined to a base directory: the recipe's for `paths` and `glob`, the list
-file's own for `list_file`. A source yields paths whether or not the files exist: a missing file
-fails its own input in the stage that opens it, and never the run."""
+Relative paths are joined to a base directory (a recipe passes its own; `list_file` entries are
+relative to the list file). A source yields paths whether or not the files exist: a missing
+file fails its own input in the stage that opens it, and never the run."""
 
 from __future__ import annotations
 
@@ -101,3 +101,75 @@ def _sha256_file(path: str | os.PathLike) -> str:
 def _join(base_dir: str | os.PathLike, path: str | os.PathLike) -> str:
     p = os.fspath(path)
     return p if os.path.isabs(p) else os.path.normpath(os.path.join(os.fspath(base_dir), p))
+
+
+# ---- sources described by a spec (a recipe's `input:`) ---------------------------------------
+SOURCE_KINDS = ("glob", "paths", "list_file", "parquet")
+PARQUET_KEYS = ("path", "column", "paths")
+SPEC_EXAMPLE = ('{glob: "data/*.pdf"} (or paths: [a.pdf], list_file: files.txt, '
+                'parquet: {path: files.parquet, column: path})')
+
+
+def check_spec(spec: Any, base_dir: str | os.PathLike = ".") -> list[tuple[tuple, str]]:
+    """Problems of a source spec ({kind: value}) as (path inside the spec, message with a fix);
+    empty when `open_spec` can read it. Files named by the spec itself must exist."""
+    kinds = [k for k in spec if k in SOURCE_KINDS] if isinstance(spec, dict) else []
+    if len(kinds) != 1:
+        return [((), f"input must name exactly one of {', '.join(SOURCE_KINDS)}; write e.g. input: {SPEC_EXAMPLE}")]
+    out = [((k,), f"input: unknown key {k!r}; give one of {', '.join(SOURCE_KINDS)}") for k in spec if k not in kinds]
+    kind, v = kinds[0], spec[kinds[0]]
+    if kind == "glob" and not (isinstance(v, str) and v):
+        out.append(((kind,), f"input glob is {v!r}, not a pattern; write e.g. glob: \"data/books/*.txt\""))
+    elif kind == "paths" and not (isinstance(v, list) and v and all(isinstance(p, str) and p for p in v)):
+        out.append(((kind,), f"input paths is {v!r}, not a list of paths; write e.g. paths: [a.txt, b.txt]"))
+    elif kind == "list_file":
+        if not (isinstance(v, str) and v):
+            out.append(((kind,), f"input list_file is {v!r}, not a path; write e.g. list_file: inputs.txt"))
+        elif not os.path.isfile(_join(base_dir, v)):
+            out.append(((kind,), f"list file {_join(base_dir, v)} does not exist; check the path "
+                                 "(relative paths are relative to the recipe's directory)"))
+    elif kind == "parquet":
+        out += _check_parquet(v, base_dir)
+    return out
+
+
+def _check_parquet(v: Any, base_dir) -> list[tuple[tuple, str]]:
+    example = "parquet: {path: files.parquet, column: path}"
+    if not isinstance(v, dict) or not all(isinstance(v.get(k), str) and v.get(k) for k in ("path", "column")):
+        return [(("parquet",), f"input parquet is {v!r}; it needs path: and column:, e.g. {example}")]
+    out = [(("parquet", k), f"input parquet: unknown key {k!r}; its keys are {', '.join(PARQUET_KEYS)}")
+           for k in v if k not in PARQUET_KEYS]
+    if not isinstance(v.get("paths", False), bool):
+        out.append((("parquet", "paths"), "input parquet paths: must be true (the column holds file paths) "
+                                          "or false; write e.g. paths: true"))
+    full = _join(base_dir, v["path"])
+    try:
+        names = require_pyarrow_parquet().ParquetFile(full).schema_arrow.names
+    except ImportError as exc:
+        return out + [(("parquet",), str(exc))]
+    except Exception as exc:  # missing or not Parquet: either way the spec must change
+        return out + [(("parquet", "path"), f"cannot read {full} as Parquet ({type(exc).__name__}: {exc}); "
+                                            "check the path (relative to the recipe's directory)")]
+    if v["column"] not in names:
+        out.append((("parquet", "column"), f"{full} has no column {v['column']!r}; use one of {names}"))
+    return out
+
+
+def open_spec(spec: dict, base_dir: str | os.PathLike = ".") -> Iterator[Any]:
+    """A fresh iterator over the inputs a checked spec describes; relative paths are joined to
+    `base_dir` (Parquet `paths: true` values: to the Parquet file's directory)."""
+    kind, v = next((k, spec[k]) for k in SOURCE_KINDS if k in spec)
+    if kind == "glob":
+        return glob(v, base_dir)
+    if kind == "paths":
+        return paths(v, base_dir)
+    if kind == "list_file":
+        return list_file(_join(base_dir, v))
+    full = _join(base_dir, v["path"])
+    values = parquet_column(full, v["column"])
+    return paths(values, os.path.dirname(full)) if v.get("paths") else values
+
+
+def spec_yields_paths(spec: dict) -> bool:
+    """Whether the inputs of a spec are file paths (so `path_key` can key them)."""
+    return "parquet" not in spec or bool(spec["parquet"].get("paths"))

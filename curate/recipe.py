@@ -1,0 +1,336 @@
+"""YAML recipes: a whole job (levels, steps, outputs, input, run options) in one file.
+
+`load_recipe(path, overrides)` reads a recipe, applies `--set` overrides, imports its stages,
+builds the Pipeline with the public API and compiles it. Every problem, in the recipe or found
+by the compiler, comes back at once in one `RecipeError`, each as `FILE:LINE: what; how to fix`.
+
+    name: books                                 # optional; default: the file's stem
+    domains: {book: null, chapter: book, paragraph: chapter}   # child: parent (null = the root)
+    pools:                                      # optional: worker pools that several steps share
+      stats: {class: "books:WordStats", init: {stopwords: [a, the]}, replicas: 2,
+              num_cpus: 0.25, num_gpus: 0, resources: {}, runtime_env: null}
+    steps:                                      # any order: each step names the steps it reads
+      - {id: titles, map: {from: source, stage: "books:read_titles"}}
+      - {id: chapters, expand: {from: source, stage: "books:split_chapters", into: chapter,
+                                batch_size: 2}}
+      - {id: titles_b, broadcast: {from: titles, onto: chapters}}
+      - {id: located, zip: [titles_b, chapters]}
+      - {id: paragraphs, expand: {from: located, stage: "books:split_paragraphs", into: paragraph}}
+      - {id: kept, filter: {from: paragraphs, stage: "books:long_enough", batch_size: 16}}
+      - {id: stats, map: {from: kept, pool: stats, method: __call__, batch_size: 8}}
+      - {id: digests, reduce: {from: stats, stage: "books:join_chapter", on_child_failure: suppress}}
+      - {id: chapter_digests, zip: [chapters, digests]}
+      - {id: tocs, reduce: {from: chapter_digests, stage: "books:table_of_contents"}}
+      - {id: titled, zip: [titles, tocs]}
+      - {id: books, map: {from: titled, stage: "books:make_book"}}
+    outputs: {books: books, paragraphs: stats}  # output name: step id
+    input: {glob: "data/books/*.txt"}           # or paths: [...], list_file: FILE,
+                                                #    parquet: {path: FILE, column: NAME, paths: true}
+    run: {executor: ray, input_batch_size: 2, inflight: 2}
+
+Steps: `id` names a step (`source` is the input); `expand`, `map`, `filter` and `reduce` read
+`from:` a step and run a stage (`expand` also goes `into:` a child domain; `reduce` may set
+`on_child_failure: suppress | drop`); `zip: [ids]` combines steps of one domain; `broadcast:
+{from: PARENT, onto: CHILD}` copies a parent's value onto its children. A stage is `stage:
+"module:attribute"` with init, batch_size, replicas, num_cpus, num_gpus, retries, resources,
+runtime_env, name; or `pool: NAME` with method, batch_size, retries, name. Import paths resolve
+at load time, with the recipe's directory and the working directory first on sys.path.
+
+Input paths are relative to the recipe's directory (list-file entries: to the list file's).
+`Recipe.inputs()` yields absolute path strings; `Recipe.key` keys each by its path relative to
+the recipe plus a content hash (`curate.io.sources.path_key`). Parquet values that are not
+paths (no `paths: true`) are yielded as they are and keyed by input index.
+
+Run options go to `curate.run`: executor, input_batch_size, inflight, address, ray_init,
+pipeline_depth, output_dir (as written: relative to where the run starts), resume, progress,
+sink_options.
+
+Overrides: `--set run.inflight=8`, `--set pools.stats.replicas=4`, `--set steps.6.map.batch_size=16`
+(or by step id: `steps.stats.map.batch_size=16`) set a YAML value at a dotted path. The path
+must exist, or end in a key the format allows there (`run.output_dir=out`); else it is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from curate.errors import PlanError
+from curate.io import sources
+from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
+
+
+# ---- the format: keys each mapping may hold, and what a good value is -------------------------
+TOP_KEYS = ("name", "domains", "pools", "steps", "outputs", "input", "run")
+OPS = ("expand", "map", "filter", "reduce", "zip", "broadcast")
+OP_KEYS = {"expand": ("from", "into"), "map": ("from",), "filter": ("from",),
+           "reduce": ("from", "on_child_failure"), "broadcast": ("from", "onto")}
+STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "num_cpus", "num_gpus", "retries", "resources",
+              "runtime_env", "name")
+POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name")
+POOL_KEYS = ("class", "init", "replicas", "num_cpus", "num_gpus", "resources", "runtime_env")
+RUN_KEYS = ("executor", "input_batch_size", "inflight", "address", "ray_init", "pipeline_depth",
+            "output_dir", "resume", "progress", "sink_options")
+
+
+def _whole(lo: int):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _amount(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+def _resources(v) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _amount(n) for k, n in v.items())
+
+
+_TEXT = (lambda v: isinstance(v, str) and v != "", "text")
+_DICT = (lambda v: isinstance(v, dict), "a mapping")
+# name -> (check, what a good value is, an example): one table for steps, pools and run options.
+CHECKS = {
+    "batch_size": (_whole(1), "a whole number >= 1", "batch_size: 8"),
+    "replicas": (_whole(1), "a whole number >= 1", "replicas: 2"),
+    "retries": (_whole(0), "a whole number >= 0", "retries: 3"),
+    "input_batch_size": (_whole(1), "a whole number >= 1", "input_batch_size: 16"),
+    "inflight": (_whole(1), "a whole number >= 1", "inflight: 4"),
+    "pipeline_depth": (_whole(1), "a whole number >= 1", "pipeline_depth: 2"),
+    "num_cpus": (_amount, "a number >= 0", "num_cpus: 0.25"),
+    "num_gpus": (_amount, "a number >= 0", "num_gpus: 1"),
+    "resources": (_resources, "a mapping of resource names to numbers >= 0", "resources: {accel: 1}"),
+    "init": (*_DICT, "init: {model: path/to/weights}"),
+    "ray_init": (*_DICT, "ray_init: {num_cpus: 8}"),
+    "sink_options": (*_DICT, "sink_options: {shard_rows: 100000}"),
+    "runtime_env": (lambda v: v is None or isinstance(v, dict), "a mapping or null", "runtime_env: {pip: [x]}"),
+    "name": (*_TEXT, "name: ocr"),
+    "method": (*_TEXT, "method: layout"),
+    "address": (*_TEXT, "address: 10.0.0.1:6379"),
+    "output_dir": (*_TEXT, "output_dir: out/"),
+    "executor": (lambda v: v in ("ray", "local"), "'ray' or 'local'", "executor: ray"),
+    "on_child_failure": (lambda v: v in ("suppress", "drop"), "'suppress' or 'drop'", "on_child_failure: drop"),
+    "resume": (lambda v: isinstance(v, bool), "true or false", "resume: true"),
+    "progress": (lambda v: isinstance(v, bool), "true or false", "progress: true"),
+}
+
+
+
+def known_keys(trail: tuple) -> tuple[str, ...] | None:
+    """The keys the format allows in the mapping at `trail` (None: any, e.g. domain names)."""
+    if trail in ((), ("run",), ("input",), ("input", "parquet")):
+        return {(): TOP_KEYS, ("run",): RUN_KEYS, ("input",): SOURCE_KINDS, ("input", "parquet"): PARQUET_KEYS}[trail]
+    if len(trail) == 2 and trail[0] in ("pools", "steps"):
+        return POOL_KEYS if trail[0] == "pools" else ("id", *OPS)
+    if len(trail) == 3 and trail[0] == "steps" and trail[2] in OP_KEYS:
+        return tuple(dict.fromkeys(OP_KEYS[trail[2]] + STAGE_KEYS + POOL_CALL_KEYS))
+    return None
+
+
+def hint_known(name: Any, known, fix: str = "") -> str:
+    """'did you mean X?' for a near miss, else `fix`, else the list of known names."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], 1)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return fix or f"use one of: {', '.join(map(str, known))}"
+
+
+def find_loops(edges: dict[str, list[str]]) -> list[list[str]]:
+    """The cycles of a graph given as node -> the nodes it points to (one per back edge)."""
+    loops, state = [], {}  # state: 1 while on the current path, 2 once finished
+
+    def visit(n: str, trail: list[str]) -> None:
+        state[n] = 1
+        for m in edges.get(n, ()):
+            if state.get(m) == 1:
+                loops.append([*trail, n][[*trail, n].index(m):])
+            elif m in edges and m not in state:
+                visit(m, [*trail, n])
+        state[n] = 2
+
+    for n in edges:
+        if n not in state:
+            visit(n, [])
+    return loops
+
+
+def import_path(spec: Any) -> tuple[Any, str | None]:
+    """The object `module:attribute` names, or (None, why not): naming the module and the
+    attribute, with a fix."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        return None, f"{spec!r} is not an import path; write module:attribute, e.g. stage: \"books:split_chapters\""
+    mod_name, attr = spec.split(":")
+    try:
+        obj = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
+            fix = (f"put {mod_name.replace('.', '/')}.py next to the recipe or in the working directory, "
+                   "or install the package that has it")
+        else:
+            fix = f"importing it needs module {exc.name!r}: install that where the recipe runs"
+        return None, f"{spec!r}: module {mod_name!r} (for attribute {attr!r}) is not found; {fix}"
+    except Exception as exc:  # the module itself is broken: say so, with its error
+        return None, f"{spec!r}: importing module {mod_name!r} raised {type(exc).__name__}: {exc}; fix that module"
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            return None, (f"{spec!r}: module {mod_name!r} has no attribute {attr!r}; "
+                          f"{hint_known(part, names, f'define {part} in {mod_name}')}")
+        obj = getattr(obj, part)
+    return obj, None
+
+
+class RecipeError(PlanError):
+    """The recipe cannot run; `problems` lists every reason as `FILE:LINE: what; how to fix`."""
+
+    def __init__(self, problems: list[str], recipe: str = "the recipe"):
+        super().__init__(problems)
+        listed = "\n".join(f"  {i}. {p}" for i, p in enumerate(self.problems, 1))
+        self.args = (f"{recipe} has {len(self.problems)} problem(s):\n{listed}",)
+
+
+class Lines:
+    """FILE:LINE of any path into a recipe's data (("steps", 1, "map", "batch_size")): the
+    line of that value (or of its key), else of the nearest enclosing value."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.values: dict[tuple, int] = {}
+        self.keys: dict[tuple, int] = {}
+
+    def line(self, path: tuple, key: bool = False) -> int:
+        path = tuple(path)
+        if key and path in self.keys:
+            return self.keys[path]
+        while path and path not in self.values:
+            path = path[:-1]
+        return self.values.get(path, 1)
+
+    def at(self, path: tuple, key: bool = False) -> str:
+        return f"{self.file}:{self.line(path, key)}"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A loaded recipe: its compiled-clean pipeline, input, run options and effective text."""
+
+    name: str
+    path: Path
+    pipeline: Any  # curate.Pipeline
+    run_options: dict  # only the keys the recipe gives, for curate.run(**run_options)
+    text: str  # the recipe source after overrides (what the manifest records)
+    data: dict  # the parsed recipe, after overrides
+    input_spec: dict
+    base_dir: str  # the recipe's directory, absolute: relative paths start here
+
+    def inputs(self) -> Iterator[Any]:
+        """A fresh iterator over the input values (file inputs: absolute path strings)."""
+        return sources.open_spec(self.input_spec, self.base_dir)
+
+    @property
+    def key(self) -> Callable[[Any], str] | None:
+        """Input -> stable root key (path relative to the recipe + content hash), or None when
+        the inputs are not paths (then runs key roots by input index)."""
+        if sources.spec_yields_paths(self.input_spec):
+            return functools.partial(sources.path_key, base_dir=self.base_dir)
+        return None
+
+
+def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
+    """Read, override, check and build a recipe; raise RecipeError listing every problem."""
+    import yaml
+
+    from curate.recipe_check import check  # imports curate's public API; loaded on first use
+    from curate.recipe_set import _patched, override
+
+    path = Path(path)
+    file = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecipeError([f"{file}:1: cannot read the recipe ({exc.strerror or exc}); check the path"],
+                          str(path)) from None
+    root = _compose(text, file)
+    problems, edits = [], []
+    for spec in overrides:
+        problems += override(root, text, spec, file, edits)
+    lines = Lines(file)
+    problems += _index(root, lines)
+    try:
+        data = yaml.SafeLoader("").construct_document(root)
+    except yaml.YAMLError as exc:  # a tag such as !!python/object: a recipe holds plain data
+        mark = getattr(exc, "problem_mark", None)
+        raise RecipeError([f"{file}:{mark.line + 1 if mark else 1}: {getattr(exc, 'problem', exc)}; "
+                           "a recipe holds plain YAML data: remove the tag"], str(path)) from None
+    base_dir = os.path.dirname(os.path.abspath(path))
+    _put_on_sys_path(base_dir, os.getcwd())
+    checked = check(data, lines)
+    problems += checked.problems
+    if "input" not in data:
+        problems.append(f"{lines.at(())}: no input; say what to read, e.g. input: {sources.SPEC_EXAMPLE}")
+    else:
+        problems += [f"{lines.at(('input', *p))}: {m}" for p, m in sources.check_spec(data["input"], base_dir)]
+    if problems:
+        raise RecipeError(sorted(problems, key=lambda p: _line_of(p, file)), str(path))
+    return Recipe(str(data.get("name") or path.stem), path, checked.pipeline, checked.run_options,
+                  _patched(text, edits, data), data, data["input"], base_dir)
+
+
+def _put_on_sys_path(*dirs: str) -> None:
+    """Stage import paths resolve against these first (Ray workers inherit the driver's path)."""
+    for d in reversed(dirs):
+        if d not in sys.path:
+            sys.path.insert(0, d)
+
+
+def _line_of(problem: str, file: str) -> int:
+    head = problem[len(file) + 1:].split(":", 1)[0] if problem.startswith(file + ":") else ""
+    return int(head) if head.isdigit() else 0
+
+
+# ---- YAML with line numbers ----------------------------------------------------------------
+def _compose(text: str, file: str):
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        what = getattr(exc, "problem", None) or str(exc)
+        raise RecipeError([f"{file}:{mark.line + 1 if mark else 1}: not valid YAML: {what}; fix the syntax "
+                           "there (indentation, a missing ':' or an unclosed bracket or quote)"], file) from None
+    if not isinstance(root, yaml.MappingNode):
+        line = root.start_mark.line + 1 if root is not None else 1
+        raise RecipeError([f"{file}:{line}: a recipe is a mapping of sections; start with "
+                           "name:, domains:, steps:, outputs:, input: (see curate.recipe)"], file)
+    return root
+
+
+def _index(node, lines: Lines, path: tuple = (), above: frozenset = frozenset()) -> list[str]:
+    """Record the line of every value and key; report keys given twice in one mapping."""
+    import yaml
+
+    if id(node) in above:  # an alias that contains itself
+        return []
+    lines.values[path] = node.start_mark.line + 1
+    problems, first, above = [], {}, above | {id(node)}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key, line = getattr(k, "value", None), k.start_mark.line + 1
+            if key in first:
+                problems.append(f"{lines.file}:{line}: key {key!r} is given twice (first on line "
+                                f"{first[key]}); keep one")
+            first.setdefault(key, line)
+            lines.keys[path + (key,)] = line
+            problems += _index(v, lines, path + (key,), above)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            problems += _index(v, lines, path + (i,), above)
+    return problems
+
+
+# ---- --set overrides ---------------------------------------------------------------------------
