@@ -61,7 +61,7 @@ class Upload:
         return out
 
 
-def run_curate(page_counts, costs):
+def run_curate(page_counts, costs, output_dir=None):
     import curate as cu
     from baselines import Timing
 
@@ -75,7 +75,7 @@ def run_curate(page_counts, costs):
     pipe.output("uploaded", docs.map(cu.stage(Upload, init={"upload_s": costs.upload_s})))
     pipe.output("markdown", docs)
     t0 = time.time()
-    res = cu.run(pipe, list(enumerate(page_counts)), executor="ray")
+    res = cu.run(pipe, list(enumerate(page_counts)), executor="ray", output_dir=output_dir)
     end = time.time()
     md = res.values("markdown")
     ok = all(m == "\n".join(f"d{d}p{p}" for p in range(n)) for d, (m, n) in enumerate(zip(md, page_counts)))
@@ -116,9 +116,20 @@ def main() -> None:
     ap.add_argument("--frameworks", default="curate,rayorch,raydata")
     ap.add_argument("--profiles", default="heavy,light")
     ap.add_argument("--one", nargs=2, metavar=("FRAMEWORK", "PROFILE"), help=argparse.SUPPRESS)
+    ap.add_argument("--output", help="also run curate once more (heavy) into this directory, for `curate report`")
     a = ap.parse_args()
     if a.one:
         print("RESULT " + json.dumps(one(*a.one)), flush=True)
+        return
+    if a.output:
+        import ray
+
+        from baselines import Costs
+        from workload import long_tail_page_counts
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        t, _ = run_curate(long_tail_page_counts(), Costs(*PROFILES["heavy"]), output_dir=a.output)
+        print(f"curate into {a.output}: {t}")
         return
     from workload import long_tail_page_counts
 
