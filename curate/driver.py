@@ -7,7 +7,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from curate import defaults
-from curate.errors import CurateError
+from curate.errors import CurateError, EngineError
 from curate.outcome import Item, Status
 from curate.plan import Plan
 from curate.scheduler import Scheduler
@@ -95,6 +95,17 @@ class Driver:
             if ended:
                 s.close_input()
                 return
+
+    def idle_done(self) -> bool:
+        """Nothing is in flight: True if the run is done, False if there is more to admit or
+        dispatch. Neither means a scheduling bug, raised rather than hung on."""
+        self.drain()
+        s = self.sched
+        if s.done:
+            return True
+        if s.can_admit() or any(s.queues):
+            return False
+        raise EngineError("no batch in flight, none ready and the run is not done")
 
     def next_call(self, pool: int) -> int | None:
         """The Call of `pool` a free worker should serve now, or None if none has ready grains."""

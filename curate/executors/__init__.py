@@ -49,6 +49,9 @@ def get_executor(executor: Any, **options) -> Executor:
 
         return LocalExecutor(**options)
     if executor == "ray":
+        from curate.deps import require
+
+        require("ray", "executor='ray'")
         from curate.executors.ray import RayExecutor
 
         return RayExecutor(**options)

@@ -8,7 +8,7 @@ import threading
 import time
 
 from curate.batch import run_batch
-from curate.errors import Cause, EngineError
+from curate.errors import Cause
 from curate.executors import PoolReport, WorkerStats
 
 
@@ -52,7 +52,7 @@ class LocalExecutor:
         self._workers: list[list[_Worker]] = []
 
     def execute(self, driver) -> list[PoolReport]:
-        plan, sched = driver.plan, driver.sched
+        plan = driver.plan
         outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._workers = [[_Worker(p, plan, outbox, i) for i in range(p.replicas)] for p in plan.pools]
         idle = [list(ws) for ws in self._workers]
@@ -66,12 +66,9 @@ class LocalExecutor:
                 driver.admit()
                 busy += self._dispatch(driver, idle)
                 if busy == 0:
-                    driver.drain()
-                    if sched.done:
+                    if driver.idle_done():
                         break
-                    if sched.can_admit() or any(sched.queues):
-                        continue
-                    raise EngineError("no batch in flight, none ready and the run is not done")
+                    continue
                 busy -= self._apply(driver, outbox.get(), idle)
                 while True:  # apply everything already reported before dispatching again
                     try:

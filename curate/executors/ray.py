@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import ray
 
 from curate.batch import BatchReport
-from curate.errors import Cause, CurateError, EngineError
+from curate.errors import Cause, CurateError
 from curate.executors import PoolReport, WorkerStats
 from curate.executors.ray_cluster import Demand, check, connect, node_resources
 from curate.executors.ray_worker import Inline, PoolWorker, Ref, resolve
@@ -133,12 +133,9 @@ class RayExecutor:
                 for g in groups:
                     self._dispatch(driver, g)
                 if not self._flight:
-                    driver.drain()
-                    if sched.done:
+                    if driver.idle_done():
                         break
-                    if sched.can_admit() or any(sched.queues):
-                        continue
-                    raise EngineError("no batch in flight, none ready and the run is not done")
+                    continue
                 refs = list(self._flight)
                 done, rest = ray.wait(refs, num_returns=1)
                 if rest:

@@ -40,7 +40,11 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         opts.pop("include_dashboard", None)
-        ray.init(address=address, **opts)
+        try:
+            ray.init(address=address, **opts)
+        except ConnectionError as exc:
+            raise CurateError(f"no Ray cluster at {address!r} ({exc}); start one there with `ray start "
+                              "--head`, or leave the address out to run on a local Ray") from None
     else:
         # Local workers start with this interpreter but not with this process's sys.path: give
         # them the same path so stages defined in the user's own modules import there too.

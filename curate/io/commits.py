@@ -24,11 +24,12 @@ def write_json_atomic(path: Path, data) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    _fsync(path.parent)
 
 
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY)
+def _fsync(path: Path) -> None:
+    """Flush a file's (or a directory's entries') data to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -75,7 +76,7 @@ class CommitLog:
         stage = self.staging_dir / record["flush"]
         for f in stage.rglob("*"):
             if f.is_file():
-                _fsync_file(f)
+                _fsync(f)
         write_json_atomic(self.commits_dir / f"{record['flush']}.json", record)
         self._publish(record)
 
@@ -99,11 +100,3 @@ class CommitLog:
                         os.replace(f, dst)
         if stage.exists():
             shutil.rmtree(stage)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from curate import defaults
+from curate.deps import require
 from curate.errors import CurateError
 from curate.io.commits import META, CommitLog
 from curate.io.rows import item_row, spill_files, to_table
@@ -21,7 +22,7 @@ class ParquetSink:
     def __init__(self, out: str | Path, outputs: dict[str, dict], run_id: str, *,
                  shard_rows: int = defaults.DEFAULT_SHARD_ROWS, flush_s: float = defaults.DEFAULT_FLUSH_S,
                  row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS):
-        import pyarrow  # noqa: F401 - fail here, before the run, if the extra is missing
+        require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
         self.out = Path(out)
         self.outputs = outputs  # name -> {"schema": {...}, "files": {...}}

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from curate.deps import require
 from curate.io.rows import LINEAGE_COLUMNS
 from curate.outcome import Item, Status
 
 
 def read_table(out: str | Path, name: str):
     """All committed rows of one output as one Arrow table (shards unified by name)."""
-    import pyarrow.dataset as ds
-
+    ds = require("pyarrow.dataset", "reading an output directory")
     d = Path(out) / name
     if not d.exists():
         import pyarrow as pa

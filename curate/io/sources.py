@@ -62,13 +62,10 @@ def parquet_column(path: str | os.PathLike, column: str,
 
 
 def require_pyarrow_parquet():
-    """`pyarrow.parquet`, or an ImportError that says how to install it."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as exc:
-        raise ImportError("reading Parquet inputs needs pyarrow; install it with "
-                          "`pip install 'curate[parquet]'` (or `pip install pyarrow`)") from exc
-    return pq
+    """`pyarrow.parquet`, or a CurateError that says how to install it."""
+    from curate.deps import require
+
+    return require("pyarrow.parquet", "a Parquet input")
 
 
 def path_key(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> str:
