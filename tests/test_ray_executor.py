@@ -126,6 +126,23 @@ def test_pipeline_that_can_never_be_scheduled_is_refused_before_start():
         cu.run(build(gpu), paged(), executor="ray")
 
 
+def test_custom_resources_are_checked_too():
+    accel = cu.stage(lambda ps: ps, resources={"accel": 1}, name="accel_ocr")
+    with pytest.raises(ResourceError, match="1 accel"):
+        cu.run(build(accel), paged(), executor="ray")
+
+
+def test_runtime_env_applies_to_its_pool_only():
+    class Probe:
+        def __call__(self, ps):
+            return [f"{p}:{os.environ.get('CURATE_PROBE', '-')}" for p in ps]
+
+    pool = cu.Pool(Probe, runtime_env={"env_vars": {"CURATE_PROBE": "set"}})
+    res = cu.run(build(pool.stage()), paged(2), executor="ray")
+    assert res.values("docs")[0] == "d0:1/p0:set"
+    assert all(v.endswith(":set") for v in res.values("pages"))
+
+
 def test_payloads_move_between_workers_not_through_the_driver(monkeypatch):
     import ray
 
