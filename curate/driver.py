@@ -28,6 +28,9 @@ class MemorySink:
         for name, items in rows.items():
             self.rows[name][input_index] = items
 
+    def close(self) -> None:
+        """Nothing to flush: the rows are already in memory."""
+
 
 class Driver:
     """Feeds input windows to a Scheduler and drains finished roots into a sink."""
@@ -126,7 +129,7 @@ class Driver:
         if not fin:
             return 0
         roots = [{name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs} for w, r in fin]
-        if self.resolve_values:
+        if self.resolve_values and not getattr(self.sink, "defer", False):
             present = [row for rows in roots for items in rows.values() for row in items if row[1] == 1]
             for row, v in zip(present, self.resolve_values([row[2] for row in present])):
                 row[2] = v

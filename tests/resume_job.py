@@ -5,6 +5,7 @@ so the test can kill it after a chosen amount of work."""
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 
 import curate as cu
@@ -24,8 +25,12 @@ def render(docs):
     return [[Page(d, i, f"doc {d} page {i}", bytes([d % 256, i % 256]) * 64) for i in range(d % 7)] for d in docs]
 
 
+SLOW_S = 0.0  # per OCR batch, set by --slow: a Ray run then lasts long enough to be killed mid-way
+
+
 def ocr(pages):
-    print("ran", len(pages), flush=True)
+    print("ran", len(pages), "from", pages[0].doc, pages[0].no, flush=True)  # unique: Ray folds repeats
+    time.sleep(SLOW_S)
     out = []
     for p in pages:
         if p.doc % 11 == 5 and p.no == 1:
@@ -56,6 +61,7 @@ def build():
 
 if __name__ == "__main__":
     out = sys.argv[1]
+    SLOW_S = 0.2 if "--slow" in sys.argv else 0.0
     executor = sys.argv[sys.argv.index("--executor") + 1] if "--executor" in sys.argv else "local"
     res = cu.run(build(), range(N_DOCS), executor=executor, output_dir=out, resume="--resume" in sys.argv,
                  input_batch_size=3, inflight=2, sink_options={"shard_rows": 9})

@@ -221,3 +221,34 @@ def test_runs_on_a_two_node_cluster_given_its_address():
                           timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "NODES 2" in proc.stdout
+
+
+def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(monkeypatch, tmp_path):
+    import pyarrow.parquet as pq
+    import ray
+
+    import curate.executors.ray as rex
+
+    fetched = []
+    real_get = ray.get
+
+    def spy(refs, *a, **k):
+        out = real_get(refs, *a, **k)
+        fetched.append(len(repr(out)))
+        return out
+
+    monkeypatch.setattr(rex.ray, "get", spy)
+    big = 1_000_000
+
+    def render(docs):
+        return [[{"page": i, "image": bytes([i]) * big} for i in range(int(d.split(":")[1]))] for d in docs]
+
+    pipe = cu.Pipeline(Doc)
+    pages = pipe.source.expand(cu.stage(render), into=Page)
+    pipe.output("pages", pages, files={"image": ".raw"})
+    pipe.output("docs", pages.reduce(cu.stage(lambda gs: [len(g) for g in gs], name="count")))
+    res = cu.run(pipe, paged(4), executor="ray", output_dir=tmp_path)
+    assert res.counts["pages"] == {"present": 10} and res.values("docs") == [1, 2, 3, 4]
+    rows = sorted(pq.read_table(tmp_path / "pages").to_pylist(), key=lambda r: r["lineage"])
+    assert (tmp_path / "pages" / rows[-1]["image"]).read_bytes() == bytes([3]) * big
+    assert fetched and max(fetched) < 20_000, max(fetched)  # 10 MB of images, none through the driver

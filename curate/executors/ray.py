@@ -21,7 +21,8 @@ from curate.batch import BatchReport
 from curate.errors import Cause, CurateError
 from curate.executors import PoolReport, WorkerStats
 from curate.executors.ray_cluster import Demand, check, connect, node_resources
-from curate.executors.ray_worker import Inline, PoolWorker, Ref, resolve
+from curate.executors.ray_worker import Inline, PoolWorker, Ref, RemoteShardWriter, resolve
+from curate.io.rows import DEFERRED
 
 DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
@@ -121,6 +122,7 @@ class RayExecutor:
         self._start(groups)
         # Wait until every actor is up, so the run's start-up and execution phases are told
         # apart (RunMetrics.extra); the first batches could not start any earlier anyway.
+        writer = _remote_writer(driver.sink)
         _wait_started(groups)
         driver.startup_s = time.perf_counter() - driver.started
         driver.wrap_inputs = lambda values: [Inline(v) for v in values]
@@ -142,10 +144,13 @@ class RayExecutor:
                     done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 for ref in done:
                     self._apply(sched, ref, self._flight.pop(ref))
+            driver.sink.close()  # the last flush, while the writer actor is still up
         finally:
             for g in groups:
                 for a in g.actors:
                     ray.kill(a)
+            if writer is not None:
+                ray.kill(writer)
         return [PoolReport(g.name, g.calls, g.stats) for g in groups]
 
     def _dispatch(self, driver, g: _Group) -> None:
@@ -222,6 +227,29 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes))
+
+
+def _remote_writer(sink):
+    """Give a Parquet sink a writer actor on this node (same filesystem as the commit log), so
+    rows travel as references and payloads go from the object store straight to the file."""
+    if not hasattr(sink, "writer"):
+        return None
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+    actor = ray.remote(RemoteShardWriter).options(num_cpus=0, scheduling_strategy=here).remote(
+        sink.outputs, sink.row_group_rows)
+
+    def write(buffer: dict, stage_dir: str, flush: str):
+        refs, pos = [], {}
+        for rows in buffer.values():
+            for row in rows:
+                if DEFERRED in row:
+                    row[DEFERRED] = _to_wire(row[DEFERRED], refs, pos)
+        return ray.get(actor.write.remote(buffer, stage_dir, flush, *refs))
+
+    sink.writer, sink.defer = write, True
+    return actor
 
 
 def _wait_started(groups: list[_Group]) -> None:

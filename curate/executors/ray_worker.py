@@ -96,3 +96,19 @@ class PoolWorker:
 
     def ping(self) -> bool:
         return True
+
+
+class RemoteShardWriter:
+    """The Parquet sink's shard writer as an actor on the driver's node: it receives the rows'
+    lineage columns and fetches their payloads itself, so output bytes skip the driver."""
+
+    def __init__(self, outputs: dict, row_group_rows: int):
+        from curate.io.parquet import ShardWriter
+
+        self._write = ShardWriter(outputs, row_group_rows)
+
+    def write(self, buffer: dict, stage_dir: str, flush: str, *payloads):
+        return self._write(buffer, stage_dir, flush, resolve=lambda v: resolve(v, payloads))
+
+    def ping(self) -> bool:
+        return True

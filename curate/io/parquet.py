@@ -11,7 +11,7 @@ from curate import defaults
 from curate.deps import require
 from curate.errors import CurateError
 from curate.io.commits import META, CommitLog
-from curate.io.rows import item_row, spill_files, to_table
+from curate.io.rows import expand_payloads, item_row, spill_files, to_table
 from curate.outcome import Item
 
 
@@ -31,7 +31,8 @@ class ParquetSink:
         self.log = CommitLog(self.out)
         self.records = self.log.recover()
         self.committed_keys = {k for rec in self.records for k in rec["roots"]}
-        self._schemas: dict[str, object] = {}
+        self.writer = ShardWriter(outputs, row_group_rows)  # an executor may put it where payloads are
+        self.defer = False  # True: rows keep payload references for the writer to fetch
         self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}
         self._roots: list[str] = []
         self._rows = 0
@@ -43,7 +44,7 @@ class ParquetSink:
         for name, items in rows.items():
             buf = self._buffer[name]
             for it in items:
-                buf.append(item_row(it, root_key))
+                buf.append(item_row(it, root_key, self.defer))
             self._rows += len(items)
         self._roots.append(root_key)
         if self._rows >= self.shard_rows or time.monotonic() - self._last_flush >= self.flush_s:
@@ -53,26 +54,9 @@ class ParquetSink:
         """Commit every buffered root: staged shards, then the commit record, then publication."""
         if not self._roots:
             return
-        import pyarrow.parquet as pq
-
         flush = f"{self.run_id}-{self._seq:05d}"
         stage = self.log.stage_dir(flush)
-        shards, counts = {}, {}
-        for name, rows in self._buffer.items():
-            if not rows:
-                continue
-            opts = self.outputs[name]
-            if opts["files"]:
-                spill_files(rows, opts["files"], stage / name)
-            table = to_table(rows, opts["schema"], opts["files"], self._schemas.get(name))
-            self._schemas[name] = table.schema
-            (stage / name).mkdir(parents=True, exist_ok=True)
-            shard = f"{name}/part-{flush}.parquet"
-            pq.write_table(table, stage / name / f"part-{flush}.parquet", row_group_size=self.row_group_rows)
-            shards[name] = shard
-            c = counts[name] = {}
-            for r in rows:
-                c[r["status"]] = c.get(r["status"], 0) + 1
+        shards, counts = self.writer(self._buffer, str(stage), flush)
         record = {"flush": flush, "run": self.run_id, "shards": shards, "roots": self._roots, "counts": counts}
         self.log.commit(record)
         self.records.append(record)
@@ -103,3 +87,36 @@ def check_output_dir(out: Path, resume: bool) -> None:
     if not resume and commits.exists() and any(commits.glob("*.json")):
         raise CurateError(f"{out} already holds the committed output of an earlier run; pass "
                           "resume=True (curate run --resume) to continue it, or choose an empty directory")
+
+
+class ShardWriter:
+    """Writes one flush's staged shards (and payload files); returns their paths and rows per
+    status. Holds each output's schema so later shards match earlier ones. It runs in the
+    driver, or (Ray) in an actor on the driver's node that fetches the payloads itself."""
+
+    def __init__(self, outputs: dict[str, dict], row_group_rows: int):
+        self.outputs, self.row_group_rows = outputs, row_group_rows
+        self._schemas: dict[str, object] = {}
+
+    def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, resolve=None):
+        import pyarrow.parquet as pq
+
+        stage = Path(stage_dir)
+        shards, counts = {}, {}
+        for name, rows in buffer.items():
+            if not rows:
+                continue
+            if resolve is not None:
+                expand_payloads(rows, resolve)
+            opts = self.outputs[name]
+            if opts["files"]:
+                spill_files(rows, opts["files"], stage / name)
+            table = to_table(rows, opts["schema"], opts["files"], self._schemas.get(name))
+            self._schemas[name] = table.schema
+            (stage / name).mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, stage / name / f"part-{flush}.parquet", row_group_size=self.row_group_rows)
+            shards[name] = f"{name}/part-{flush}.parquet"
+            c = counts[name] = {}
+            for r in rows:
+                c[r["status"]] = c.get(r["status"], 0) + 1
+        return shards, counts

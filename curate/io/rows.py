@@ -47,8 +47,12 @@ def plain(v):
     return v
 
 
-def item_row(item: Item, root_key: str) -> dict:
-    """One output row of an item (payload columns renamed `v_<name>` if they clash)."""
+DEFERRED = "__value__"  # a row's payload not fetched yet: the writer expands it where it runs
+
+
+def item_row(item: Item, root_key: str, defer: bool = False) -> dict:
+    """One output row of an item (payload columns renamed `v_<name>` if they clash). With
+    `defer`, the payload stays a reference under DEFERRED for `expand_payloads` to open."""
     path = item.lineage[1:]
     cause = item.cause
     row = {
@@ -62,9 +66,23 @@ def item_row(item: Item, root_key: str) -> dict:
         "cause": None if cause is None else str(cause),
     }
     if item.status is Status.PRESENT:
-        for k, v in payload_fields(item.value).items():
-            row[f"v_{k}" if k in row else k] = v
+        if defer:
+            row[DEFERRED] = item.value
+        else:
+            _add_payload(row, item.value)
     return row
+
+
+def _add_payload(row: dict, value) -> None:
+    for k, v in payload_fields(value).items():
+        row[f"v_{k}" if k in row else k] = v
+
+
+def expand_payloads(rows: list[dict], resolve=lambda v: v) -> None:
+    """Turn deferred payloads into columns, fetching each with `resolve`."""
+    for row in rows:
+        if DEFERRED in row:
+            _add_payload(row, resolve(row.pop(DEFERRED)))
 
 
 def file_name(entity: str, column: str, ext: str) -> str:
