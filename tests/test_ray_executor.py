@@ -143,7 +143,9 @@ def test_runtime_env_applies_to_its_pool_only():
     assert all(v.endswith(":set") for v in res.values("pages"))
 
 
-def test_payloads_move_between_workers_not_through_the_driver(monkeypatch):
+@pytest.fixture
+def driver_fetches(monkeypatch) -> list[int]:
+    """Sizes (repr length) of everything the driver fetches with ray.get during the test."""
     import ray
 
     import curate.executors.ray as rex
@@ -157,6 +159,10 @@ def test_payloads_move_between_workers_not_through_the_driver(monkeypatch):
         return out
 
     monkeypatch.setattr(rex.ray, "get", spy)
+    return fetched
+
+
+def test_payloads_move_between_workers_not_through_the_driver(driver_fetches):
     big = 2_000_000
 
     def render(docs):  # pages of 2 MB each
@@ -167,7 +173,7 @@ def test_payloads_move_between_workers_not_through_the_driver(monkeypatch):
     pipe.output("docs", sizes.reduce(cu.stage(lambda gs: [sum(g) for g in gs], name="total")))
     res = cu.run(pipe, paged(4), executor="ray")
     assert res.values("docs") == [big * (i % 4 + 1) for i in range(4)]
-    assert fetched and max(fetched) < 20_000, max(fetched)  # metadata and small outputs only
+    assert driver_fetches and max(driver_fetches) < 20_000, max(driver_fetches)  # metadata, small outputs
 
 
 def test_ray_metrics_report_per_actor_busy_time():
@@ -223,21 +229,8 @@ def test_runs_on_a_two_node_cluster_given_its_address():
     assert "NODES 2" in proc.stdout
 
 
-def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(monkeypatch, tmp_path):
+def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(driver_fetches, tmp_path):
     import pyarrow.parquet as pq
-    import ray
-
-    import curate.executors.ray as rex
-
-    fetched = []
-    real_get = ray.get
-
-    def spy(refs, *a, **k):
-        out = real_get(refs, *a, **k)
-        fetched.append(len(repr(out)))
-        return out
-
-    monkeypatch.setattr(rex.ray, "get", spy)
     big = 1_000_000
 
     def render(docs):
@@ -251,4 +244,4 @@ def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(
     assert res.counts["pages"] == {"present": 10} and res.values("docs") == [1, 2, 3, 4]
     rows = sorted(pq.read_table(tmp_path / "pages").to_pylist(), key=lambda r: r["lineage"])
     assert (tmp_path / "pages" / rows[-1]["image"]).read_bytes() == bytes([3]) * big
-    assert fetched and max(fetched) < 20_000, max(fetched)  # 10 MB of images, none through the driver
+    assert driver_fetches and max(driver_fetches) < 20_000, max(driver_fetches)  # 10 MB of images, none here
