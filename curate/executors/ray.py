@@ -117,18 +117,19 @@ class RayExecutor:
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
         connect(self.address, self.ray_init)
-        self._driver = driver
+        self._driver, self._flight, self._cost = driver, {}, {}
         self.groups = groups = self._make_groups(driver)
         self._start(groups)
         # Wait until every actor is up, so the run's start-up and execution phases are told
-        # apart (RunMetrics.extra); the first batches could not start any earlier anyway.
-        writer = _remote_writer(driver.sink)
+        # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
         _wait_started(groups)
         driver.startup_s = time.perf_counter() - driver.started
         driver.wrap_inputs = lambda values: [Inline(v) for v in values]
         driver.resolve_values = _fetch
         sched = driver.sched
+        writer = None
         try:
+            writer = _remote_writer(driver.sink)
             while True:
                 driver.drain()
                 driver.admit()
