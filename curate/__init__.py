@@ -8,7 +8,8 @@ from curate.errors import (Cause, CurateError, EngineError, InputError, PlanErro
 from curate.outcome import GroupFailure, Issue, Item, ItemFailure, Status
 from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
 from curate.plan import compile_plan
-from curate.run import RunMetrics, RunResult, run
+from curate.metrics import RunMetrics
+from curate.run import RunResult, run
 
 __version__ = "0.1.0"
 

@@ -4,7 +4,7 @@ choosing which Call a free worker serves, and handing finished roots to a sink."
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 from curate import defaults
 from curate.errors import CurateError, EngineError
@@ -14,6 +14,14 @@ from curate.scheduler import Scheduler
 
 
 _END = object()
+
+
+class Sink(Protocol):
+    """Where finished roots go: memory (MemorySink) or Parquet (curate.io.parquet.ParquetSink)."""
+
+    def write_root(self, input_index: int, root_key: str, rows: dict[str, list[Item]]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class MemorySink:
@@ -36,7 +44,7 @@ class Driver:
     """Feeds input windows to a Scheduler and drains finished roots into a sink."""
 
     def __init__(self, plan: Plan, scheduler: Scheduler, inputs: Iterable[Any], *,
-                 input_batch_size: int, key: Callable[[Any], str] | None, sink: MemorySink):
+                 input_batch_size: int, key: Callable[[Any], str] | None, sink: Sink):
         if input_batch_size < 1:
             raise ValueError(f"input_batch_size={input_batch_size}; use at least 1")
         self.plan = plan
@@ -63,7 +71,7 @@ class Driver:
         self._outputs = [(name, plan.output_slot(name), _chain(plan, plan.output_slot(name)))
                          for name in plan.outputs]
         # downstream-first: a free worker serves the Call nearest the outputs, so parents finish
-        self._pool_calls = [sorted(p.calls, key=lambda c: -plan.calls[c].node) for p in plan.pools]
+        self._pool_calls = [self.downstream_first(p.calls) for p in plan.pools]
         # Executors whose values live elsewhere (Ray: the object store) set these two hooks.
         self.wrap_inputs: Callable[[list], list] | None = None
         self.resolve_values: Callable[[list], list] | None = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -17,87 +16,12 @@ from curate.executors import get_executor
 from curate.io import manifest
 from curate.io.commits import META, write_json_atomic
 from curate.io.parquet import ParquetSink, check_output_dir
+from curate.metrics import RunMetrics, collect
 from curate.outcome import Issue, Item, Status
 from curate.pipeline import Pipeline
 from curate.plan import Plan, compile_plan
 from curate.progress import Progress
 from curate.scheduler import Scheduler
-
-
-@dataclass
-class CallMetrics:
-    """One Call: its batches, the items that entered the stage, fill, retries, suppressions."""
-
-    name: str
-    pool: str
-    batch_size: int
-    batches: int
-    items: int
-    retries: int
-    suppressed: int
-    failed: int
-    dropped: int
-    busy_s: float
-
-    @property
-    def batch_fill(self) -> float:
-        """Mean batch size over batch_size (1.0: every batch was full)."""
-        return self.items / (self.batches * self.batch_size) if self.batches else 0.0
-
-
-@dataclass
-class PoolMetrics:
-    """One physical pool: per-worker batches and busy seconds."""
-
-    name: str
-    replicas: int
-    calls: list[str]
-    worker_batches: list[int]
-    worker_busy_s: list[float]
-
-
-@dataclass
-class RunMetrics:
-    """Everything measured in one run; `summary()` prints it as a table."""
-
-    calls: dict[str, CallMetrics]
-    pools: dict[str, PoolMetrics]
-    wall_s: float
-    first_root_s: float | None
-    roots: int
-    stale_reports: int
-    startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
-    timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
-
-    @property
-    def execution_s(self) -> float:
-        """Wall time once every worker was up."""
-        return self.wall_s - self.startup_s
-
-    @property
-    def grains(self) -> int:
-        """Grains that entered a stage, over all Calls (retries included)."""
-        return sum(c.items for c in self.calls.values())
-
-    def to_dict(self) -> dict:
-        """Plain JSON-able form (what `metrics.json` holds and the run report reads)."""
-        return {
-            "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
-            "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
-            "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
-            "pools": {n: asdict(p) for n, p in self.pools.items()},
-            "timeline": [list(e) for e in self.timeline],
-        }
-
-    def summary(self) -> str:
-        first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
-        lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s); "
-                 f"first root done at {first}",
-                 f"{'call':<24}{'batches':>8}{'items':>8}{'fill':>6}{'retries':>8}{'suppr':>6}{'failed':>7}{'busy_s':>8}"]
-        for c in self.calls.values():
-            lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
-                         f"{c.suppressed:>6}{c.failed:>7}{c.busy_s:>8.3f}")
-        return "\n".join(lines)
 
 
 class RunResult:
@@ -194,7 +118,7 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         if out is not None:
             _finish(out, man, run_id, sink, driver, status, error)
     wall = time.perf_counter() - driver.started
-    metrics = _metrics(plan, sched, driver, pools_run, wall)
+    metrics = collect(plan, sched, driver, pools_run, wall)
     if out is not None:
         write_json_atomic(out / META / run_id / "metrics.json", metrics.to_dict())
         return RunResult(plan, sink, metrics, output_dir=out, run_id=run_id)
@@ -205,22 +129,3 @@ def _finish(out: Path, man: dict, run_id: str, sink, driver: Driver, status: str
     (out / META / run_id).mkdir(parents=True, exist_ok=True)
     manifest.finish_run(out, man, run_id, status=status, counts=sink.counts, totals=sink.total_counts(),
                         roots_done=driver.roots_done, roots_skipped=driver.skipped, error=error)
-
-
-def _metrics(plan: Plan, sched: Scheduler, driver: Driver, pools_run: list, wall: float) -> RunMetrics:
-    busy = [0.0] * len(plan.calls)
-    pools = {}
-    for p in pools_run:
-        for s in p.workers:
-            for c, t in s.calls_busy_s.items():
-                busy[c] += t
-        pools[p.name] = PoolMetrics(p.name, len(p.workers), [plan.calls[c].name for c in p.calls],
-                                    [s.batches for s in p.workers], [s.busy_s for s in p.workers])
-    calls = {}
-    for c in plan.calls:
-        k = sched.counters[c.id]
-        calls[c.name] = CallMetrics(c.name, plan.pools[c.pool].name, c.batch_size, k.batches, k.items,
-                                    k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
-    timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
-    return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      startup_s=driver.startup_s, timeline=timeline)

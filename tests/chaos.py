@@ -10,7 +10,8 @@ from curate.batch import run_batch
 from curate.driver import Driver, MemorySink
 from curate.errors import Cause
 from curate.plan import compile_plan
-from curate.run import RunResult, _metrics
+from curate.metrics import collect
+from curate.run import RunResult
 from curate.scheduler import Scheduler
 
 
@@ -65,7 +66,7 @@ def run_chaos(pipe, inputs, *, seed: int, input_batch_size: int, inflight: int,
             break
         raise AssertionError("chaos driver: nothing ready, nothing in flight, run not done")
     assert sched.stale_reports == stats["duplicates_dropped"] + stats["stale_dropped"]
-    return RunResult(plan, sink, _metrics(plan, sched, driver, [], 0.0)), stats
+    return RunResult(plan, sink, collect(plan, sched, driver, [], 0.0)), stats
 
 
 def _deliver(sched, b, rep) -> bool:

@@ -1,0 +1,103 @@
+"""What a run measured: per Call, per pool, timings and the batch timeline (RunMetrics)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from curate.plan import Plan
+
+
+@dataclass
+class CallMetrics:
+    """One Call: its batches, the items that entered the stage, fill, retries, suppressions."""
+
+    name: str
+    pool: str
+    batch_size: int
+    batches: int
+    items: int
+    retries: int
+    suppressed: int
+    failed: int
+    dropped: int
+    busy_s: float
+
+    @property
+    def batch_fill(self) -> float:
+        """Mean batch size over batch_size (1.0: every batch was full)."""
+        return self.items / (self.batches * self.batch_size) if self.batches else 0.0
+
+
+@dataclass
+class PoolMetrics:
+    """One physical pool: per-worker batches and busy seconds."""
+
+    name: str
+    replicas: int
+    calls: list[str]
+    worker_batches: list[int]
+    worker_busy_s: list[float]
+
+
+@dataclass
+class RunMetrics:
+    """Everything measured in one run; `summary()` prints it as a table."""
+
+    calls: dict[str, CallMetrics]
+    pools: dict[str, PoolMetrics]
+    wall_s: float
+    first_root_s: float | None
+    roots: int
+    stale_reports: int
+    startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
+    timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
+
+    @property
+    def execution_s(self) -> float:
+        """Wall time once every worker was up."""
+        return self.wall_s - self.startup_s
+
+    @property
+    def grains(self) -> int:
+        """Grains that entered a stage, over all Calls (retries included)."""
+        return sum(c.items for c in self.calls.values())
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form (what `metrics.json` holds and the run report reads)."""
+        return {
+            "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
+            "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
+            "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
+            "pools": {n: asdict(p) for n, p in self.pools.items()},
+            "timeline": [list(e) for e in self.timeline],
+        }
+
+    def summary(self) -> str:
+        first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
+        lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s); "
+                 f"first root done at {first}",
+                 f"{'call':<24}{'batches':>8}{'items':>8}{'fill':>6}{'retries':>8}{'suppr':>6}{'failed':>7}{'busy_s':>8}"]
+        for c in self.calls.values():
+            lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
+                         f"{c.suppressed:>6}{c.failed:>7}{c.busy_s:>8.3f}")
+        return "\n".join(lines)
+
+
+def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetrics:
+    """RunMetrics from the scheduler's counters, the executor's pools and the driver's clock."""
+    busy = [0.0] * len(plan.calls)
+    pools = {}
+    for p in pools_run:
+        for s in p.workers:
+            for c, t in s.calls_busy_s.items():
+                busy[c] += t
+        pools[p.name] = PoolMetrics(p.name, len(p.workers), [plan.calls[c].name for c in p.calls],
+                                    [s.batches for s in p.workers], [s.busy_s for s in p.workers])
+    calls = {}
+    for c in plan.calls:
+        k = sched.counters[c.id]
+        calls[c.name] = CallMetrics(c.name, plan.pools[c.pool].name, c.batch_size, k.batches, k.items,
+                                    k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
+    timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
+    return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
+                      startup_s=driver.startup_s, timeline=timeline)
