@@ -11,7 +11,7 @@ from typing import Any
 
 import curate as cu
 from curate.errors import PlanError
-from curate.recipe import (CHECKS, OP_KEYS, OPS, POOL_CALL_KEYS, POOL_KEYS, RUN_KEYS, STAGE_KEYS,
+from curate.recipe_format import (CHECKS, OP_KEYS, OPS, POOL_CALL_KEYS, POOL_KEYS, RUN_KEYS, STAGE_KEYS,
                            TOP_KEYS, find_loops, hint_known, import_path)
 
 # The compiler's hints speak Python; a recipe author fixes the same things in YAML.
