@@ -39,6 +39,8 @@ class Dataflow:
         self.queues = [deque() for _ in plan.calls]
         self.counters = [CallCounters() for _ in plan.calls]
         self.created = [0] * len(plan.spaces)  # entities created per space (progress)
+        self.completed = [0] * len(plan.spaces)  # entities whose last cell in their space has settled
+        self._last_slot = {max(sp.slots): sp.id for sp in plan.spaces if sp.slots}
         self._finished: list[tuple[Window, int]] = []
         nodes = plan.nodes_by_id
         self._reduces_of = {e: [n for n in plan.nodes if n.kind == "reduce" and n.expand == e]
@@ -58,6 +60,8 @@ class Dataflow:
         else:
             w.causes[(slot, idx)] = cause
         r = w.root[self.layout.slot_space[slot]][idx]
+        if slot in self._last_slot:
+            self.completed[self._last_slot[slot]] += 1
         w.root_open[r] -= 1
         if w.root_open[r] == 0:
             self._finished.append((w, r))

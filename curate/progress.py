@@ -1,5 +1,5 @@
-"""Live progress per level: roots done / admitted / total, entities and failures per level,
-rate and ETA. On a terminal it redraws in place; elsewhere it logs a line every
+"""Live progress per level: roots done / admitted / total, children done / created and
+failures per level, rate and ETA. On a terminal it redraws in place; elsewhere it logs a line every
 PROGRESS_LOG_S seconds."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Progress:
             calls = self.calls_of[sid]
             failed = sum(sched.counters[c].failed for c in calls)
             grains = sum(sched.counters[c].items for c in calls)
-            what = f"{sched.created[sid]:,} entities, " if sid else ""
+            what = f"{sched.completed[sid]:,}/{sched.created[sid]:,} done, " if sid else ""
             out.append(f"  {indent}{domain}: {what}{grains:,} grains run, {failed} failed")
         return out
 

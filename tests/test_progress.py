@@ -45,7 +45,7 @@ def test_a_finished_run_logs_roots_entities_and_failures_per_level():
     last = stream.getvalue().strip().splitlines()[-1]
     assert "\x1b[" not in last  # not a terminal: plain log lines
     assert "doc: 4/4 done (0 resumed), 0 in flight" in last
-    assert "page: 8 entities" in last and "2 failed" in last
+    assert "page: 8/8 done" in last and "2 failed" in last
 
 
 def test_admitted_roots_show_as_in_flight():
@@ -55,7 +55,7 @@ def test_admitted_roots_show_as_in_flight():
     d.admit()
     Progress(plan, stream, total=d.total).update(d, force=True)
     line = stream.getvalue().strip()
-    assert "doc: 0/4 done" in line and "4 in flight" in line and "page: 0 entities" in line
+    assert "doc: 0/4 done" in line and "4 in flight" in line and "page: 0/0 done" in line
 
 
 def test_a_terminal_is_redrawn_in_place():
