@@ -36,3 +36,23 @@ def test_ray_data_reads_the_output_directory(out, ray_cluster):
     assert statuses <= {"present", "suppressed"} and "present" in statuses
     pages = ray.data.read_parquet(str(d / "pages"))  # payload files under _files/ are not data
     assert pages.count() == sum(counts["pages"].values())
+
+
+def test_duckdb_queries_the_output_directory(out):
+    import duckdb
+
+    d, counts = out
+    con = duckdb.connect()
+    rows = con.execute(f"SELECT status, count(*) FROM read_parquet('{d}/pages/*.parquet') GROUP BY status").fetchall()
+    assert dict(rows) == counts["pages"]
+    (n,) = con.execute(f"SELECT count(DISTINCT entity_id) FROM read_parquet('{d}/docs/*.parquet')").fetchone()
+    assert n == sum(counts["docs"].values())
+
+
+def test_daft_reads_the_output_directory(out):
+    import daft
+
+    d, counts = out
+    df = daft.read_parquet(f"{d}/docs/*.parquet")
+    got = df.groupby("status").count("entity_id").to_pydict()
+    assert dict(zip(got["status"], got["entity_id"])) == counts["docs"]
