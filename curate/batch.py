@@ -39,13 +39,18 @@ def run_batch(fn, kind: str, inputs: list, call: str) -> BatchReport:
         if isinstance(v, (GroupFailure, ItemFailure)):
             if codes is None:
                 codes = [PRESENT] * len(out)
-            grp = isinstance(v, GroupFailure)
-            codes[i] = GROUP if grp else FAILED
-            causes[i] = Cause.of(v.cause, "group" if grp else "item", call)
+            codes[i], causes[i] = _failure(v, call)
             out[i] = None
         elif kind == "expand":
             out[i] = _children(v, call)
     return BatchReport(out, codes, causes)
+
+
+def _failure(v: GroupFailure | ItemFailure, call: str) -> tuple[int, Cause]:
+    """The outcome code and cause of a failure a stage returned for one item."""
+    if isinstance(v, GroupFailure):
+        return GROUP, Cause.of(v.cause, "group", call)
+    return FAILED, Cause.of(v.cause, "item", call)
 
 
 def _children(v, call: str) -> list:
@@ -65,9 +70,7 @@ def _filter_report(out: list, call: str) -> BatchReport:
         if isinstance(v, tuple) and len(v) == 2:
             v, reason = v
         if isinstance(v, (GroupFailure, ItemFailure)):
-            grp = isinstance(v, GroupFailure)
-            codes[i] = GROUP if grp else FAILED
-            causes[i] = Cause.of(v.cause, "group" if grp else "item", call)
+            codes[i], causes[i] = _failure(v, call)
         elif v is True or v is False or type(v).__name__ == "bool_":
             if not v:
                 codes[i] = DROPPED

@@ -108,11 +108,13 @@ class Driver:
                 return
 
     def idle_done(self) -> bool:
-        """Nothing is in flight: True if the run is done, False if there is more to admit or
+        """Nothing is in flight: True if the run is done (the sink then makes its last flush,
+        while the executor's workers are still up), False if there is more to admit or
         dispatch. Neither means a scheduling bug, raised rather than hung on."""
         self.drain()
         s = self.sched
         if s.done:
+            self.sink.close()
             return True
         if s.can_admit() or any(s.queues):
             return False

@@ -82,16 +82,6 @@ class Window:
         """Number of live entities in this window, all spaces together."""
         return sum(len(p) for p in self.parent)
 
-    def lineage(self, layout: Layout, space: int, idx: int) -> tuple[int, ...]:
-        """(input index, ordinal, ordinal, ...) of an entity."""
-        path = []
-        while space:
-            p = self.parent[space][idx]
-            path.append(idx - self.first[layout.space_expand[space]][p])
-            idx, space = p, layout.space_parent[space]
-        path.append(self.indices[idx])
-        return tuple(reversed(path))
-
 
 class Layout:
     """Per-space and per-slot facts of a Plan that the entity tables need, as plain lists."""
@@ -100,7 +90,6 @@ class Layout:
         nsp = len(plan.spaces)
         self.slot_space = list(plan.slot_space)
         self.space_parent = [s.parent for s in plan.spaces]
-        self.space_expand = [s.expand for s in plan.spaces]
         self.space_slots = [list(s.slots) for s in plan.spaces]
         self.zip_arity = {n.id: len(n.in_slots) for n in plan.nodes if n.kind == "zip"}
         self.expand_space = {n.id: n.space for n in plan.nodes if n.kind == "expand"}

@@ -85,10 +85,6 @@ class Stage:
     where: str = ""
 
     @property
-    def is_class(self) -> bool:
-        return isinstance(self.fn, type)
-
-    @property
     def label(self) -> str:
         if self.name:
             return self.name

@@ -105,9 +105,7 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error = "failed", None
     try:
-        pools_run = ex.execute(driver)
-        if out is not None:
-            sink.close()
+        pools_run = ex.execute(driver)  # its driver closes the sink when the run is done
         status = "completed"
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"

@@ -111,16 +111,9 @@ class Scheduler(Dataflow):
                     cap = min(cap, st[1])
                     gen = st[0]
             q.popleft()
-            if nested:
-                w = windows[key >> KEY_BITS]
-                if w.barriers:
-                    idx = key & KEY_MASK
-                    bar = w.barriers.get((call, w.parent[node.grain_space][idx]))
-                    if bar is not None:
-                        retry.pop((call, key), None)
-                        self.counters[call].suppressed += 1
-                        self._resolve_grain(node, w, idx, SUPPRESSED, bar)
-                        continue
+            if nested and self._suppressed(node, windows[key >> KEY_BITS], key & KEY_MASK):
+                retry.pop((call, key), None)
+                continue
             keys.append(key)
             gens.append(gen)
         if not keys:
@@ -135,6 +128,18 @@ class Scheduler(Dataflow):
         c.items += len(keys)
         return b
 
+    def _suppressed(self, node, w: Window, idx: int) -> bool:
+        """A sibling of this grain group-failed at its Call: SUPPRESS it (never run, or run but
+        not committed) and say so."""
+        if not w.barriers:
+            return False
+        bar = w.barriers.get((node.call, w.parent[node.grain_space][idx]))
+        if bar is None:
+            return False
+        self.counters[node.call].suppressed += 1
+        self._resolve_grain(node, w, idx, SUPPRESSED, bar)
+        return True
+
     def _input(self, node, w: Window, idx: int):
         if node.kind != "reduce":
             return w.value[node.in_slots[0]][idx]
@@ -147,9 +152,8 @@ class Scheduler(Dataflow):
     def complete(self, batch_id: int, report: BatchReport) -> bool:
         """Commit a batch's outcomes. Returns False (and changes nothing) for a stale or
         duplicate report."""
-        b = self.in_flight.pop(batch_id, None)
+        b = self._take(batch_id)
         if b is None:
-            self.stale_reports += 1
             return False
         call = b.call
         node = self._call_node[call]
@@ -163,12 +167,8 @@ class Scheduler(Dataflow):
             idx = key & KEY_MASK
             if retry:
                 retry.pop((call, key), None)
-            if nested and w.barriers:
-                bar = w.barriers.get((call, w.parent[gspace][idx]))
-                if bar is not None:  # a sibling group-failed while this one was in flight
-                    cnt.suppressed += 1
-                    self._resolve_grain(node, w, idx, SUPPRESSED, bar)
-                    continue
+            if nested and self._suppressed(node, w, idx):  # a sibling failed while it was in flight
+                continue
             code = PRESENT if codes is None else codes[i]
             if code == PRESENT:
                 if kind == "expand":
@@ -191,15 +191,14 @@ class Scheduler(Dataflow):
         """An attempt failed (exception, dead worker): requeue its grains with generation+1 at
         the queue head, capped to half the batch so repeated failures isolate the poison item;
         an isolated grain out of retries (or with bad input) is FAILED."""
-        b = self.in_flight.pop(batch_id, None)
+        b = self._take(batch_id)
         if b is None:
-            self.stale_reports += 1
             return False
         call, n = b.call, len(b.keys)
         spec, node, cnt = self.plan.calls[call], self._call_node[call], self.counters[call]
         requeue = []
         for key in b.keys:
-            st = self._retry.setdefault((call, key), [0, spec.batch_size, 0])
+            st = self._retry_state(call, key)
             st[0] += 1
             if n > 1:
                 st[1] = min(st[1], (n + 1) // 2)
@@ -211,23 +210,35 @@ class Scheduler(Dataflow):
                     self._resolve_grain(node, self.windows[key >> KEY_BITS], key & KEY_MASK, FAILED, cause)
                     continue
             requeue.append(key)
-        cnt.retries += len(requeue)
-        self.queues[call].extendleft(reversed(requeue))
+        self._send_back(call, requeue)
         return True
 
     def requeue(self, batch_id: int) -> bool:
         """Send a batch that never started (it waited behind a worker that died) back to the
         queue head with generation+1, without counting an attempt against its grains."""
+        b = self._take(batch_id)
+        if b is None:
+            return False
+        for key in b.keys:
+            self._retry_state(b.call, key)[0] += 1
+        self._send_back(b.call, b.keys)
+        return True
+
+    def _take(self, batch_id: int) -> Batch | None:
+        """The in-flight batch of a report, or None (counted) for a stale or duplicate one."""
         b = self.in_flight.pop(batch_id, None)
         if b is None:
             self.stale_reports += 1
-            return False
-        spec = self.plan.calls[b.call]
-        for key in b.keys:
-            self._retry.setdefault((b.call, key), [0, spec.batch_size, 0])[0] += 1
-        self.counters[b.call].retries += len(b.keys)
-        self.queues[b.call].extendleft(reversed(b.keys))
-        return True
+        return b
+
+    def _retry_state(self, call: int, key: int) -> list[int]:
+        """[generation, batch cap, isolated attempts] of a grain that has been sent back."""
+        return self._retry.setdefault((call, key), [0, self.plan.calls[call].batch_size, 0])
+
+    def _send_back(self, call: int, keys: list[int]) -> None:
+        """Requeue grains at the queue head, in their order: their parents finish first."""
+        self.counters[call].retries += len(keys)
+        self.queues[call].extendleft(reversed(keys))
 
     # ---- completion -----------------------------------------------------------------------
     def pop_finished(self) -> list[tuple[Window, int]]:

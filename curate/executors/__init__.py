@@ -1,5 +1,7 @@
 """Executors move batches between the scheduler and workers; the semantics live in the
-scheduler. An executor implements `execute(driver) -> list[PoolReport]`."""
+scheduler. An executor implements `execute(driver) -> list[PoolReport]`, looping on
+`driver.drain() / admit()`, its own dispatch and reports, and `driver.idle_done()` whenever
+nothing is in flight (which also makes the sink's last flush once the run is done)."""
 
 from __future__ import annotations
 

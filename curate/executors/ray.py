@@ -145,7 +145,6 @@ class RayExecutor:
                     done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 for ref in done:
                     self._apply(sched, ref, self._flight.pop(ref))
-            driver.sink.close()  # the last flush, while the writer actor is still up
         finally:
             for g in groups:
                 for a in g.actors:

@@ -58,8 +58,12 @@ class CommitLog:
             committed.add(rec["flush"])
             self._publish(rec)
         for d in self.staging_dir.iterdir():
-            if d.name not in committed:
-                shutil.rmtree(d) if d.is_dir() else d.unlink()
+            if d.name in committed:
+                continue
+            if d.is_dir():
+                shutil.rmtree(d)
+            else:
+                d.unlink()
         for tmp in self.commits_dir.glob("*.tmp"):
             tmp.unlink()
         return records
