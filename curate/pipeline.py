@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from curate import defaults
+from curate.io.rows import LINEAGE_COLUMNS, MAX_EXT_PARTS, MAX_NAME, name_problem, plain_extension, suggest_name
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,9 +62,10 @@ class Pool:
         self.where = self.where or _caller(skip=2)
 
     def stage(self, method: str = "__call__", *, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
-              retries: int = defaults.DEFAULT_RETRIES, name: str | None = None) -> Stage:
+              retries: int = defaults.DEFAULT_RETRIES, timeout_s: float | None = None,
+              name: str | None = None) -> Stage:
         """A Call on this pool that invokes `method(batch)` on the shared worker object."""
-        return Stage(self.cls, init=self.init, batch_size=batch_size, retries=retries,
+        return Stage(self.cls, init=self.init, batch_size=batch_size, retries=retries, timeout_s=timeout_s,
                      name=name, pool=self, method=method, where=_caller())
 
 
@@ -81,6 +84,7 @@ class Stage:
     runtime_env: dict | None = None
     name: str | None = None
     pool: Pool | None = None
+    timeout_s: float | None = None  # an attempt on one batch past this is failed and its worker replaced
     method: str = "__call__"
     where: str = ""
 
@@ -95,12 +99,13 @@ class Stage:
 def stage(fn_or_class: Any, *, init: dict | None = None, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
           replicas: int = defaults.DEFAULT_REPLICAS, num_cpus: float = defaults.DEFAULT_NUM_CPUS,
           num_gpus: float = 0, retries: int = defaults.DEFAULT_RETRIES, resources: dict | None = None,
-          runtime_env: dict | None = None, name: str | None = None) -> Stage:
+          runtime_env: dict | None = None, name: str | None = None, timeout_s: float | None = None) -> Stage:
     """Configure a batched stage: `fn(batch: list) -> list`, or a class built once per worker
-    with `cls(**init)` whose `__call__(batch)` does the same."""
+    with `cls(**init)` whose `__call__(batch)` does the same. `timeout_s` limits one attempt
+    on one batch: past it the attempt fails (retried, then FAILED with cause kind `timeout`)."""
     return Stage(fn_or_class, init=dict(init or {}), batch_size=batch_size, replicas=replicas,
-                 num_cpus=num_cpus, num_gpus=num_gpus, retries=retries,
-                 resources=dict(resources or {}), runtime_env=runtime_env, name=name, where=_caller())
+                 num_cpus=num_cpus, num_gpus=num_gpus, retries=retries, resources=dict(resources or {}),
+                 runtime_env=runtime_env, name=name, where=_caller(), timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
@@ -206,8 +211,18 @@ class Pipeline:
         For Parquet output (`run(..., output_dir=)`): `schema` maps payload columns to pyarrow
         types (or type names such as "string", "float64", "binary") instead of inferring them;
         `files` maps payload columns holding large bytes to a file extension: those bytes are
-        written as files under the output directory and the column holds their relative path."""
+        written as files under the output directory and the column holds their relative path.
+
+        `name` is one plain path component (`out/<name>/`): a letter or digit, then letters,
+        digits, '_', '-', '.', at most 100 characters. Files columns and schema columns are
+        plain names of the same form, never a lineage column; an extension looks like '.jpg',
+        'jpg' or '.tar.gz' and is stored with its leading dot. A bad one is a problem that
+        `compile_plan` reports with the others."""
         where = _caller()
+        problems = _output_problems(where, name, schema, files)
+        self._problems.extend(problems)
+        if not isinstance(name, str):
+            name = repr(name)  # reported above; kept so the output still counts as declared
         if port.pipeline is not self:
             self._problems.append(f"{where}: output {name!r} is a port of another pipeline; "
                                   "declare it from this pipeline's source")
@@ -216,4 +231,57 @@ class Pipeline:
             self._problems.append(f"{where}: output name {name!r} is used twice; give each output its own name")
             return
         self.outputs[name] = port.node
-        self.output_options[name] = {"schema": dict(schema or {}), "files": dict(files or {})}
+        self.output_options[name] = {"schema": dict(schema) if isinstance(schema, Mapping) else {},
+                                     "files": _normal_files(files)}
+
+
+_NAME_RULE = f"a letter or digit, then letters, digits, '_', '-' or '.'; at most {MAX_NAME} characters"
+
+
+def _output_problems(where: str, name: Any, schema: Any, files: Any) -> list[str]:
+    """Problems of an output's name, `files` and `schema`: each becomes a path or a column of
+    the output directory, so each must be a plain name (see `curate.io.rows.name_problem`)."""
+    out = []
+    why = name_problem(name)
+    if why is not None:
+        out.append(f"{where}: output name {name!r} {why}; use a name such as {suggest_name(name, 'pages')!r} "
+                   f"({_NAME_RULE}; the output is written to <output_dir>/<name>/)")
+    label = f"{where}: output {name!r}"
+    lineage = ", ".join(LINEAGE_COLUMNS)
+
+    def column_problem(kind: str, col: Any, example: str) -> str | None:
+        if isinstance(col, str) and col in LINEAGE_COLUMNS:
+            return (f"{label}: {kind} column {col!r} is a lineage column of every row ({lineage}), not a payload "
+                    f"field; rename the payload field, e.g. {'page_' + col!r}, and name that")
+        why = name_problem(col)
+        if why is not None:
+            return (f"{label}: {kind} column {col!r} {why}; use the payload field's own name, such as "
+                    f"{suggest_name(col, example)!r} ({_NAME_RULE})")
+        return None
+
+    if files is not None and not isinstance(files, Mapping):
+        out.append(f"{label}: files={files!r} is not a dict; pass {{column: extension}}, "
+                   "e.g. files={'image': '.jpg'}")
+    for col, ext in files.items() if isinstance(files, Mapping) else ():
+        p = column_problem("files", col, "image")
+        if p is not None:
+            out.append(p)
+        if plain_extension(ext) is None:
+            out.append(f"{label}: files extension {ext!r} of column {col!r} is not a plain file extension; "
+                       "write it like '.jpg', 'jpg' or '.tar.gz' (letters and digits, 1-16 per part, "
+                       f"at most {MAX_EXT_PARTS} parts separated by '.')")
+    if schema is not None and not isinstance(schema, Mapping):
+        out.append(f"{label}: schema={schema!r} is not a dict; pass {{column: type}}, "
+                   "e.g. schema={'text': 'string'}")
+    for col in schema if isinstance(schema, Mapping) else ():
+        p = column_problem("schema", col, "text")
+        if p is not None:
+            out.append(p)
+    return out
+
+
+def _normal_files(files: Any) -> dict:
+    """`files` with each extension written with its leading dot (bad ones are reported)."""
+    if not isinstance(files, Mapping):
+        return {}
+    return {col: plain_extension(ext) or ext for col, ext in files.items()}

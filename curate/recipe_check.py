@@ -11,6 +11,7 @@ from typing import Any
 
 import curate as cu
 from curate.errors import PlanError
+from curate.io.rows import name_problem, suggest_name
 from curate.recipe_format import (CHECKS, OP_KEYS, OPS, POOL_CALL_KEYS, POOL_KEYS, RUN_KEYS, STAGE_KEYS,
                            TOP_KEYS, find_loops, hint_known, import_path)
 
@@ -357,12 +358,17 @@ class _Checker:
         if not raw:
             self.bad(("outputs",), "no outputs; name the steps whose values the run keeps, "
                                    "e.g. outputs: {books: final_step_id}")
-        for name, ref in raw.items():
+        for i, (name, ref) in enumerate(raw.items()):
+            why = name_problem(name)
+            if why is not None:  # declared under a stand-in name, so the rest is still compiled
+                self.bad(("outputs", name), f"output name {name!r} {why}; use a name such as "
+                                            f"{suggest_name(name, 'pages')!r} (it becomes the directory "
+                                            "<output_dir>/<name>/)", key=True)
             if not isinstance(ref, str) or (ref != "source" and ref not in ids):
                 self.bad(("outputs", name), f"output {name!r}: unknown step id {ref!r}; "
                                             f"{hint_known(ref, ['source', *ids], 'use a step id')}")
             elif pipe is not None and ref in self.ports:
-                pipe.output(str(name), self.ports[ref])
+                pipe.output(str(name) if why is None else f"invalid{i}", self.ports[ref])
         return bool(raw) and pipe is not None and len(pipe.outputs) == len(raw)
 
     def compile(self, pipe: cu.Pipeline) -> None:

@@ -235,6 +235,10 @@ RULES = {  # case: ((old, new) edits of MINI, line, fragments of the message at 
                                        "init: {x: 1}")], 4, "init= is only for classes"),
     "yaml syntax": ([("outputs: {titles: titles,", "outputs: {titles: [titles,")], 6, "not valid YAML",
                     "fix the syntax there"),
+    "output name escapes": ([("outputs: {titles: titles", "outputs: {../titles: titles")], 6,
+                            "output name '../titles' has '/', a path separator", "use a name such as 'titles'"),
+    "timeout_s not positive": ([("batch_size: 2", "batch_size: 2, timeout_s: 0")], 5,
+                               "timeout_s is 0, not a number of seconds > 0 or null", "timeout_s: 600"),
 }
 
 

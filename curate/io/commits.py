@@ -13,7 +13,20 @@ import os
 import shutil
 from pathlib import Path
 
+from curate.errors import EngineError
+
 META = "_curate"
+
+
+def inside(path: Path, base: Path, what: str) -> Path:
+    """`path` resolved (symlinks and `..` followed); EngineError unless it lies strictly inside
+    `base` (resolved too). Guards every path curate writes, moves or deletes in an output
+    directory: declarations are validated, so this failing means a bug or a hand-edited file."""
+    resolved, root = Path(path).resolve(), Path(base).resolve()
+    if resolved == root or not resolved.is_relative_to(root):
+        raise EngineError(f"{what} {path} resolves to {resolved}, outside {root}; refusing to write there "
+                          "(an output directory edited by hand, or a bug in curate: please report it)")
+    return resolved
 
 
 def write_json_atomic(path: Path, data) -> None:
@@ -85,22 +98,47 @@ class CommitLog:
         self._publish(record)
 
     def _publish(self, rec: dict) -> None:
-        stage = self.staging_dir / rec["flush"]
+        """Move a committed flush's staged shards and payload files into place. Every path is
+        checked before anything moves: a shard lands directly in its output's directory, a
+        payload file under that directory's `_files/`, and nothing outside the output directory
+        or inside `_curate/` is written or deleted, whatever the commit record says."""
+        flush = rec["flush"]
+        stage = inside(self.staging_dir / flush, self.staging_dir, f"staging directory of flush {flush!r}")
+        meta = (self.out / META).resolve()
+        shard_moves, file_moves = [], []
         for output, shard in rec["shards"].items():
-            src, dst = stage / output / Path(shard).name, self.out / shard
+            out_dir = inside(self.out / output, self.out, f"output {output!r} of flush {flush!r}")
+            if out_dir == meta or out_dir.is_relative_to(meta):
+                raise EngineError(f"output {output!r} of flush {flush!r} resolves to {out_dir}, inside curate's "
+                                  f"own {meta}; refusing to write there (a commit record edited by hand, or a "
+                                  "bug in curate: please report it)")
+            src = self.staging_dir / flush / output / Path(shard).name
+            inside(src, stage, f"staged shard of output {output!r}")
+            dst = inside(self.out / shard, out_dir, f"shard {shard!r} of output {output!r}")
+            if dst.parent != out_dir:
+                raise EngineError(f"shard {shard!r} of output {output!r} resolves to {dst}, outside the output's "
+                                  f"own directory {out_dir}; refusing to write there (a commit record edited by "
+                                  "hand, or a bug in curate: please report it)")
+            shard_moves.append((src, dst))
+            staged = self.staging_dir / flush / output
+            files = staged / "_files"  # payload files the flush wrote for this output
+            if files.exists():
+                inside(files, stage, f"staged payload files of output {output!r}")
+                files_dir = inside(out_dir / "_files", out_dir, f"payload files directory of output {output!r}")
+                for f in files.rglob("*"):
+                    if f.is_file():
+                        dst_f = inside(out_dir / f.relative_to(staged), files_dir,
+                                       f"payload file {f.relative_to(staged)} of output {output!r}")
+                        file_moves.append((f, dst_f))
+        for src, dst in shard_moves:
             if src.exists():
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(src, dst)
             elif not dst.exists():
                 raise FileNotFoundError(f"committed shard {dst} is missing from {self.out}; "
                                         "the output directory was modified by hand")
-        for output in rec["shards"]:  # payload files the flush wrote for this output
-            files = stage / output / "_files"
-            if files.exists():
-                for f in files.rglob("*"):
-                    if f.is_file():
-                        dst = self.out / output / f.relative_to(stage / output)
-                        dst.parent.mkdir(parents=True, exist_ok=True)
-                        os.replace(f, dst)
+        for src, dst in file_moves:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
         if stage.exists():
             shutil.rmtree(stage)

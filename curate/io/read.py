@@ -5,14 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from curate.deps import require
+from curate.errors import CurateError
+from curate.io.commits import META
 from curate.io.rows import LINEAGE_COLUMNS
 from curate.outcome import Item, Status
+
+
+def output_path(out: str | Path, name: str) -> Path:
+    """The directory of output `name` in `out`; CurateError if `name` is not a directory
+    directly inside `out` (a path, '..', or curate's own `_curate`): names come from a
+    manifest too, and reading must not wander outside the output directory."""
+    if not isinstance(name, str) or name in ("", ".", "..", META) or Path(name).name != name:
+        raise CurateError(f"{name!r} is not an output name of {out}: an output is a directory directly "
+                          f"inside it (not {META}/, not a path)")
+    return Path(out) / name
 
 
 def read_table(out: str | Path, name: str):
     """All committed rows of one output as one Arrow table (shards unified by name)."""
     ds = require("pyarrow.dataset", "reading an output directory")
-    d = Path(out) / name
+    d = output_path(out, name)
     if not d.exists():
         import pyarrow as pa
 
@@ -22,7 +34,8 @@ def read_table(out: str | Path, name: str):
 
 def read_items(out: str | Path, name: str) -> list[Item]:
     """Rows of an output as Items sorted by lineage. The value is the payload: the `value`
-    column alone, or a dict of the payload columns."""
+    column alone, or a dict of every column that is not a lineage column (payload fields keep
+    their names as columns; a field named like a lineage column is refused when writing)."""
     rows = read_table(out, name).to_pylist()
     items = []
     for r in sorted(rows, key=lambda r: r["lineage"]):

@@ -2,9 +2,13 @@
 
 Every row carries `root_key`, `entity_id` (root key + ordinal path: the same in every run),
 `parent_id`, `ordinal`, `lineage` (input index, then ordinals), `status`, `cause_kind` and
-`cause`. A payload that is a dataclass or a dict becomes one column per field; anything
-else is a single `value` column. Payload fields declared as files are written under the
-output directory and their column holds the relative path."""
+`cause`. A payload that is a dataclass or a dict becomes one column per field, named as the
+field (a field named like a lineage column is refused with PayloadError); anything else is a
+single `value` column. Payload fields declared as files are written under the output
+directory's `_files/` and their column holds the relative path.
+
+Output names, file columns and extensions are plain names (`name_problem`, `plain_extension`):
+`Pipeline.output` refuses others, and the writers check every resolved path again."""
 
 from __future__ import annotations
 
@@ -13,12 +17,71 @@ import enum
 import hashlib
 import json
 import os
+import re
 from pathlib import Path, PurePath
 
+from curate.errors import CurateError, EngineError
+from curate.io.commits import inside
 from curate.lineage import entity_id
 from curate.outcome import Item, Status
 
 LINEAGE_COLUMNS = ("root_key", "entity_id", "parent_id", "ordinal", "lineage", "status", "cause_kind", "cause")
+FILES_DIR = "_files"  # payload files of an output: out/<name>/_files/<column>/<digest><ext>
+
+MAX_NAME = 100  # characters of an output name or a files column
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_.-]")
+_EXT_PART = re.compile(r"[A-Za-z0-9]{1,16}")
+MAX_EXT_PARTS = 4  # ".tar.gz" has 2
+
+
+class PayloadError(CurateError):
+    """A payload cannot become a row of its output: one of its fields has the name of a
+    lineage column, which every row already carries."""
+
+
+def name_problem(name) -> str | None:
+    """Why `name` cannot name an output directory or a payload column, or None when it can:
+    one path component that starts with a letter or digit, then letters, digits, '_', '-',
+    '.', at most MAX_NAME characters. A leading '_' is curate's (`_curate/`, `_files/`), a
+    leading '.' a hidden file (and '.', '..' leave the directory)."""
+    if not isinstance(name, str):
+        return f"is not text (it is of type {type(name).__name__})"
+    if not name:
+        return "is empty"
+    for sep in ("/", "\\"):
+        if sep in name:
+            return f"has {sep!r}, a path separator: it must be one plain name, not a path"
+    if name[0] == "_":
+        return "starts with '_', which is reserved for curate's own files (out/_curate/, _files/)"
+    if name[0] == ".":
+        return "starts with '.', which makes a hidden file ('.' and '..' even leave the directory)"
+    if len(name) > MAX_NAME:
+        return f"is {len(name)} characters long; at most {MAX_NAME} are allowed"
+    bad = next((c for c in name if not _NAME_CHAR.fullmatch(c)), None)
+    if bad is not None or not _NAME.fullmatch(name):
+        return f"has the character {bad!r}; only letters, digits, '_', '-' and '.' are allowed"
+    return None
+
+
+def suggest_name(name, default: str) -> str:
+    """A plain name close to `name` (for the fix of a problem): a path's last part, with
+    other characters replaced by '_'; or `default`."""
+    last = next((p for p in reversed(re.split(r"[/\\]", str(name))) if p.strip("._-")), "")
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", last).strip("._-")[:MAX_NAME].rstrip("._-")
+    return text if text and name_problem(text) is None else default
+
+
+def plain_extension(ext) -> str | None:
+    """`ext` with a leading dot if it is a plain file extension ('.jpg', 'jpg', '.tar.gz':
+    dot-separated letters and digits, 1-16 per part, at most MAX_EXT_PARTS parts); else None."""
+    if not isinstance(ext, str):
+        return None
+    body = ext[1:] if ext.startswith(".") else ext
+    parts = body.split(".")
+    if not body or len(parts) > MAX_EXT_PARTS or not all(_EXT_PART.fullmatch(p) for p in parts):
+        return None
+    return "." + body
 
 
 def payload_fields(value) -> dict:
@@ -50,9 +113,10 @@ def plain(v):
 DEFERRED = "__value__"  # a row's payload not fetched yet: the writer expands it where it runs
 
 
-def item_row(item: Item, root_key: str, defer: bool = False) -> dict:
-    """One output row of an item (payload columns renamed `v_<name>` if they clash). With
-    `defer`, the payload stays a reference under DEFERRED for `expand_payloads` to open."""
+def item_row(item: Item, root_key: str, defer: bool = False, output: str | None = None) -> dict:
+    """One output row of an item: the lineage columns, then one column per payload field (a
+    field named like a lineage column raises PayloadError naming `output`). With `defer`, the
+    payload stays a reference under DEFERRED for `expand_payloads` to open."""
     path = item.lineage[1:]
     cause = item.cause
     row = {
@@ -69,20 +133,34 @@ def item_row(item: Item, root_key: str, defer: bool = False) -> dict:
         if defer:
             row[DEFERRED] = item.value
         else:
-            _add_payload(row, item.value)
+            _add_payload(row, item.value, output)
     return row
 
 
-def _add_payload(row: dict, value) -> None:
-    for k, v in payload_fields(value).items():
-        row[f"v_{k}" if k in row else k] = v
+def _add_payload(row: dict, value, output: str | None = None) -> None:
+    """Add the payload's fields to `row` as columns of the same names; a field that has the
+    name of a lineage column would overwrite (or be confused with) it, so it is refused."""
+    fields = payload_fields(value)
+    for k in fields:
+        if k in LINEAGE_COLUMNS:
+            raise PayloadError(_clash(k, row, output))
+    row.update(fields)
 
 
-def expand_payloads(rows: list[dict], resolve=lambda v: v) -> None:
-    """Turn deferred payloads into columns, fetching each with `resolve`."""
+def _clash(field: str, row: dict, output: str | None) -> str:
+    where = f"output {output!r}" if output is not None else "an output"
+    example = f"{output}_{field}" if output is not None and name_problem(output) is None else f"page_{field}"
+    return (f"a payload of {where} (entity {row.get('entity_id')}) has a field named {field!r}, the name of a "
+            f"lineage column; rename the field, e.g. {example!r}; these names are lineage columns of every "
+            f"row: {', '.join(LINEAGE_COLUMNS)}")
+
+
+def expand_payloads(rows: list[dict], resolve=lambda v: v, output: str | None = None) -> None:
+    """Turn deferred payloads into columns, fetching each with `resolve` (PayloadError,
+    naming `output`, for a field named like a lineage column)."""
     for row in rows:
         if DEFERRED in row:
-            _add_payload(row, resolve(row.pop(DEFERRED)))
+            _add_payload(row, resolve(row.pop(DEFERRED)), output)
 
 
 def file_name(entity: str, column: str, ext: str) -> str:
@@ -90,12 +168,20 @@ def file_name(entity: str, column: str, ext: str) -> str:
     entity gets the same name in every run, so a resumed run rewrites rather than duplicates.
     The leading underscore keeps dataset readers (pyarrow, Ray Data) from taking it for data."""
     digest = hashlib.sha256(entity.encode()).hexdigest()[:24]
-    return f"_files/{column}/{digest}{ext if ext.startswith('.') else '.' + ext}"
+    return f"{FILES_DIR}/{column}/{digest}{ext if ext.startswith('.') else '.' + ext}"
 
 
 def spill_files(rows: list[dict], files: dict[str, str], out_dir: Path) -> None:
     """Write declared byte columns as files under `out_dir` (an output's directory, or its
-    staging twin) and replace the bytes by the relative path."""
+    staging twin) and replace the bytes by the relative path. Each file must land at
+    `_files/<column>/<its own name>` under `out_dir` (EngineError otherwise, before writing)."""
+    for col, ext in files.items():
+        why = name_problem(col) or (None if plain_extension(ext) else "has a bad extension")
+        if why is not None or col in LINEAGE_COLUMNS:
+            raise EngineError(f"payload files column {col!r} (extension {ext!r}) is not a plain column name and "
+                              f"extension ({why or 'a lineage column'}); files would land outside "
+                              f"{out_dir / FILES_DIR}. Pipeline.output should have refused it: please report it")
+    files_dir = inside(out_dir / FILES_DIR, out_dir, "payload files directory") if files else None
     for row in rows:
         for col, ext in files.items():
             data = row.get(col)
@@ -103,6 +189,10 @@ def spill_files(rows: list[dict], files: dict[str, str], out_dir: Path) -> None:
                 continue
             rel = file_name(row["entity_id"], col, ext)
             target = out_dir / rel
+            resolved = inside(target, files_dir, f"payload file of column {col!r} for {row['entity_id']}")
+            if resolved.relative_to(files_dir).parts != (col, Path(rel).name):
+                raise EngineError(f"payload file of column {col!r} for {row['entity_id']} resolves to {resolved}, "
+                                  f"outside its own place {files_dir / col}; refusing to write there")
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + ".tmp")
             with open(tmp, "wb") as f:
