@@ -3,11 +3,12 @@
 Declare domains and a pipeline, then `run` it; see README.md. Importing curate loads no Ray,
 torch, pyarrow or media library: those load only where a stage needs them."""
 
-from curate.errors import (Cause, CurateError, EngineError, InputError, PlanError, TransientError,
+from curate.errors import (Cause, CurateError, EngineError, InputError, PlanError, RootKeyError, TransientError,
                            UserCodeError, WorkerDied)
 from curate.outcome import GroupFailure, Issue, Item, ItemFailure, Status
 from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
 from curate.plan import compile_plan
+from curate.io.rows import PayloadError
 from curate.metrics import RunMetrics
 from curate.run import RunResult, run
 
@@ -15,6 +16,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cause", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
-    "ItemFailure", "Pipeline", "PlanError", "Pool", "Port", "RunMetrics", "RunResult", "Stage",
+    "ItemFailure", "PayloadError", "Pipeline", "PlanError", "Pool", "Port", "RootKeyError", "RunMetrics", "RunResult", "Stage",
     "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "run", "stage", "zip",
 ]

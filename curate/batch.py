@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 
 from curate.errors import Cause, UserCodeError
@@ -25,10 +26,10 @@ def run_batch(fn, kind: str, inputs: list, call: str) -> BatchReport:
     """Call `fn(inputs)` and normalise the result; raises UserCodeError on a malformed answer
     (which the engine treats like any exception: retried, then isolated)."""
     out = fn(inputs)
-    if not isinstance(out, list):
-        out = list(out) if out is not None and not isinstance(out, (str, bytes, dict)) else out
+    if not isinstance(out, list) and _sequence_like(out):
+        out = list(out)  # a tuple, generator or array of results is fine; a bare value is not
     if not isinstance(out, list) or len(out) != len(inputs):
-        got = f"{len(out)} results" if isinstance(out, list) else repr(type(out).__name__)
+        got = f"{len(out)} results" if isinstance(out, list) else f"a {type(out).__name__} ({reprlib.repr(out)})"
         raise UserCodeError(f"stage {call} returned {got} for a batch of {len(inputs)}; "
                             "a stage must return a list with one result per input item")
     if kind == "filter":
@@ -44,6 +45,10 @@ def run_batch(fn, kind: str, inputs: list, call: str) -> BatchReport:
         elif kind == "expand":
             out[i] = _children(v, call)
     return BatchReport(out, codes, causes)
+
+
+def _sequence_like(x) -> bool:
+    return hasattr(x, "__iter__") and not isinstance(x, (str, bytes, dict))
 
 
 def _failure(v: GroupFailure | ItemFailure, call: str) -> tuple[int, Cause]:

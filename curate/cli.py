@@ -1,7 +1,8 @@
 """`curate run | validate | inspect | report`.
 
 Exit codes: 0 success; 1 error (invalid recipe, refused or crashed run); 2 bad command
-line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED)."""
+line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED);
+130 interrupted (Ctrl-C: what finished is committed, `--resume` continues)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 TOP_CAUSES = 10
 
 
@@ -23,6 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     except CurateError as exc:  # a problem the user must fix: no traceback
         print(f"curate {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt as exc:
+        print(f"curate {args.command}: {exc or 'interrupted'}", file=sys.stderr)
+        if args.command == "run" and str(exc):
+            print(f"continue with: curate run {' '.join(_resume_argv(argv))}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _resume_argv(argv: list[str] | None) -> list[str]:
+    """The command line of an interrupted run, with --resume."""
+    import shlex
+
+    args = list(sys.argv[1:] if argv is None else argv)[1:]
+    return [shlex.quote(a) for a in args] + ([] if "--resume" in args else ["--resume"])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")
     r.add_argument("--resume", action="store_true", help="continue a killed run: skip committed inputs")
+    r.add_argument("--allow-changed-code", action="store_true",
+                   help="with --resume: accept stages whose code or init changed since the directory was started")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a recipe field")
     r.add_argument("--no-progress", action="store_true", help="no progress display")
     r.set_defaults(func=cmd_run)
@@ -66,6 +82,10 @@ def cmd_validate(args) -> int:
     plan = compile_plan(recipe.pipeline)
     print(f"{args.recipe}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
           f"{', '.join(plan.outputs)})")
+    try:  # the data may not be there yet where the recipe is checked: a warning, not an error
+        recipe.inputs()
+    except CurateError as exc:
+        print(f"curate validate: warning: {exc}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -85,17 +105,21 @@ def cmd_run(args) -> int:
         opts["executor"] = args.executor
     if opts.get("executor") == "local":
         opts.pop("address", None)
-    inputs, key = recipe.inputs(), recipe.key
     if args.input:
         inputs, key = _cli_inputs(args.input, sources), sources.path_key
+    else:
+        inputs, key = recipe.inputs(), recipe.key
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
-                 progress=not args.no_progress, recipe=recipe.text, **opts)
-    root = res._plan.spaces[0].domain
+                 allow_changed_code=args.allow_changed_code, progress=not args.no_progress,
+                 recipe=recipe.text, **opts)
+    root = recipe.pipeline.root.name
     print(f"wrote {out}: run {res.run_id}")
     for name, counts in res.counts.items():
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
-    man = json.loads((Path(out) / "_curate" / "manifest.json").read_text())
+    from curate.io import manifest
+
+    man = manifest.load(Path(out))
     bad = sum(n for name, c in man["counts"].items() if man["pipeline"]["outputs"][name] == root
               for st, n in c.items() if st in ("failed", "suppressed"))
     if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
@@ -104,19 +128,33 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
-def _cli_inputs(specs: list[str], sources):
+def _cli_inputs(specs: list[str], sources) -> list[str]:
+    """--input paths and globs, expanded now: a glob that matches nothing is an error before
+    the run starts."""
+    out: list[str] = []
     for spec in specs:
         if any(ch in spec for ch in "*?["):
-            yield from sources.glob(spec, Path.cwd())
+            out.extend(sources.glob(spec, Path.cwd()))
         else:
-            yield spec
+            out.append(spec)
+    return out
 
 
 def cmd_inspect(args) -> int:
+    from curate.io import manifest
+
     out = Path(args.out)
     counts, causes = inspect_dir(out)
+    runs = manifest.load(out)["runs"]
+    last = runs[-1] if runs else None
+    if last is not None and last["status"] != "completed":
+        state = "was interrupted" if last["status"] in ("running", "interrupted") else "failed"
+        print(f"the last run ({last['run']}) {state}" + (f": {last['error']}" if last.get("error") else "")
+              + "; `curate run ... --resume` continues it\n")
+    if not any(counts.values()):
+        print("no rows committed yet")
     for name, c in counts.items():
-        print(f"{name}: " + ", ".join(f"{n} {st}" for st, n in sorted(c.items())))
+        print(f"{name}: " + (", ".join(f"{n} {st}" for st, n in sorted(c.items())) or "no rows"))
     if causes:
         print(f"\ntop failure causes (of {sum(n for _, n, _ in causes)} rows shown):")
         for cause, n, example in causes:
@@ -132,6 +170,8 @@ def inspect_dir(out: Path) -> tuple[dict, list[tuple[str, int, str]]]:
     man = manifest.load(out)
     if man is None:
         raise CurateError(f"{out} has no _curate/manifest.json: not a curate output directory")
+    counts = {name: {} for name in man["pipeline"]["outputs"]}
+    counts.update(manifest.committed_counts(out))  # the commit log: right even after a kill
     found: dict[str, list] = {}
     for name in man["pipeline"]["outputs"]:
         t = read_table(out, name)
@@ -142,7 +182,7 @@ def inspect_dir(out: Path) -> tuple[dict, list[tuple[str, int, str]]]:
                 entry = found.setdefault(r["cause"], [0, f"{name} {r['entity_id']} (input {r['root_key']})"])
                 entry[0] += 1
     top = sorted(found.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
-    return man["counts"], [(cause, n, ex) for cause, (n, ex) in top]
+    return counts, [(cause, n, ex) for cause, (n, ex) in top]
 
 
 def cmd_report(args) -> int:

@@ -3,25 +3,43 @@ choosing which Call a free worker serves, and handing finished roots to a sink."
 
 from __future__ import annotations
 
+import hashlib
+import reprlib
 import time
 from typing import Any, Callable, Iterable, Protocol
 
 from curate import defaults
-from curate.errors import CurateError, EngineError
+from curate.errors import CurateError, EngineError, RootKeyError
 from curate.outcome import Item, Status
 from curate.plan import Plan
 from curate.scheduler import Scheduler
+from curate.values import LocalStore, ValueStore
 
 
 _END = object()
+HEARTBEAT_S = 0.5  # longest an executor waits for reports before the driver looks up: progress
+#                    lines, timed flushes and Ctrl-C are served even while every worker hangs
 
 
 class Sink(Protocol):
-    """Where finished roots go: memory (MemorySink) or Parquet (curate.io.parquet.ParquetSink)."""
+    """Where finished roots go: memory (MemorySink) or Parquet (curate.io.parquet.ParquetSink).
+    Rows reach the sink with the store's value references in their PRESENT items; the sink
+    fetches them (`store.fetch`) or has them fetched where it writes (`store.place`)."""
 
-    def write_root(self, input_index: int, root_key: str, rows: dict[str, list[Item]]) -> None: ...
+    def bind(self, store: ValueStore) -> None:
+        """Called once the executor's workers are up, before the first root."""
 
-    def close(self) -> None: ...
+    def write_roots(self, roots: list[tuple[int, str, dict[str, list[Item]]]]) -> None:
+        """Finished roots: (input index, root key, {output: items in lineage order})."""
+
+    def poll(self) -> None:
+        """Called at every heartbeat: a sink that flushes on a timer does it here."""
+
+    def flush(self) -> None:
+        """Make every root written so far durable (Ctrl-C flushes before stopping)."""
+
+    def close(self) -> None:
+        """The run is done: the last flush, while the executor's workers are still up."""
 
 
 class MemorySink:
@@ -30,23 +48,80 @@ class MemorySink:
     def __init__(self, outputs: Iterable[str]):
         self.rows: dict[str, dict[int, list[Item]]] = {name: {} for name in outputs}
         self.keys: dict[int, str] = {}
+        self._fetch: Callable[[list], list] = LocalStore().fetch
 
-    def write_root(self, input_index: int, root_key: str, rows: dict[str, list[Item]]) -> None:
-        self.keys[input_index] = root_key
-        for name, items in rows.items():
-            self.rows[name][input_index] = items
+    def bind(self, store: ValueStore) -> None:
+        self._fetch = store.fetch
+
+    def write_roots(self, roots) -> None:
+        present = [(items, i) for _, _, rows in roots for items in rows.values()
+                   for i, it in enumerate(items) if it.status is Status.PRESENT]
+        values = self._fetch([items[i].value for items, i in present]) if present else []
+        for (items, i), v in zip(present, values):
+            it = items[i]
+            items[i] = Item(it.lineage, it.status, v)
+        for index, key, rows in roots:
+            self.keys[index] = key
+            for name, items in rows.items():
+                self.rows[name][index] = items
+
+    def poll(self) -> None:
+        """Nothing to flush: the rows are already in memory."""
+
+    def flush(self) -> None:
+        """Nothing to flush: the rows are already in memory."""
 
     def close(self) -> None:
         """Nothing to flush: the rows are already in memory."""
 
 
+class RootKeys:
+    """Checks the stable key of every input: a str (an int is taken as its decimal text), not
+    empty, and unique among the inputs of this run, skipped ones included. A 64-bit digest per
+    input (and its index) is kept, so a duplicate can name both inputs."""
+
+    def __init__(self, key: Callable[[Any], Any] | None):
+        self._key = key
+        self._seen: dict[int, int] = {}  # key digest -> input index
+
+    def __call__(self, value: Any, index: int) -> str:
+        if self._key is None:
+            return str(index)  # the default keys cannot collide
+        try:
+            k = self._key(value)
+        except Exception as exc:  # noqa: BLE001 - the user's key function: say which input broke it
+            raise RootKeyError(f"key= raised {type(exc).__name__}: {exc} for input {index} ({_short(value)}); "
+                               "fix the key function: it must return a str for every input") from exc
+        if isinstance(k, int) and not isinstance(k, bool):
+            k = str(k)
+        if not isinstance(k, str) or not k:
+            raise RootKeyError(f"key= returned {k!r} for input {index} ({_short(value)}); a root key must be "
+                               "a non-empty str (or an int), e.g. a path plus a content hash "
+                               "(curate.io.sources.path_key); join several parts into one text, "
+                               "e.g. f\"{a}/{b}\"")
+        digest = int.from_bytes(hashlib.blake2b(k.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        first = self._seen.setdefault(digest, index)
+        if first != index:
+            raise RootKeyError(f"key= gave input {index} ({_short(value)}) the key {k!r}, which input {first} "
+                               "already has; root keys must be unique, or their rows would mix and a resumed "
+                               "run would skip the second input; make the key tell them apart (e.g. include "
+                               "the full path or a content hash), or remove the duplicate input")
+        return k
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)
+
+
 class Driver:
-    """Feeds input windows to a Scheduler and drains finished roots into a sink."""
+    """Feeds input windows to a Scheduler and drains finished roots into a sink. Executors
+    call `started()` once their workers are up, then loop on `step()`, their own dispatch and
+    reports (waiting at most `wait_s()` at a time), and `idle_done()` when nothing is in flight."""
 
     def __init__(self, plan: Plan, scheduler: Scheduler, inputs: Iterable[Any], *,
                  input_batch_size: int, key: Callable[[Any], str] | None, sink: Sink):
-        if input_batch_size < 1:
-            raise ValueError(f"input_batch_size={input_batch_size}; use at least 1")
+        if not isinstance(input_batch_size, int) or input_batch_size < 1:
+            raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
         self.plan = plan
         self.sched = scheduler
         try:
@@ -55,13 +130,16 @@ class Driver:
             raise CurateError(f"inputs must be a list or an iterator of inputs, not "
                               f"{type(inputs).__name__}; wrap a single input as [x]") from None
         self._window_size = input_batch_size
-        self._key = key
+        self._key = RootKeys(key)
         self._index = 0
         self.total = len(inputs) if hasattr(inputs, "__len__") else None
         self.progress = None  # a curate.progress.Progress, when shown
         self.skip: set[str] = set()  # root keys already committed (resume)
         self.skipped = 0
         self.sink = sink
+        self.store: ValueStore = LocalStore()
+        self.on_start: Callable[[], None] | None = None  # run(): record the run once workers are up
+        self.interrupted = False  # set by a Ctrl-C handler; the next step() flushes and stops
         self.started = time.perf_counter()
         self.started_wall = time.time()
         self.timeline: list[tuple[int, float, float, int, str]] = []  # (call, start_s, seconds, items, worker)
@@ -72,14 +150,41 @@ class Driver:
                          for name in plan.outputs]
         # downstream-first: a free worker serves the Call nearest the outputs, so parents finish
         self._pool_calls = [self.downstream_first(p.calls) for p in plan.pools]
-        # Executors whose values live elsewhere (Ray: the object store) set these two hooks.
-        self.wrap_inputs: Callable[[list], list] | None = None
-        self.resolve_values: Callable[[list], list] | None = None
+
+    def started_workers(self, store: ValueStore | None = None) -> None:
+        """The executor's workers are up: from here on the run counts as started."""
+        self.startup_s = time.perf_counter() - self.started
+        if store is not None:
+            self.store = store
+        self.sink.bind(self.store)
+        if self.on_start is not None:
+            self.on_start()
 
     def record_batch(self, call: int, start_wall: float, seconds: float, items: int, worker: str) -> None:
         """Note one batch's run for the report's timeline (up to MAX_TIMELINE_EVENTS)."""
         if len(self.timeline) < defaults.MAX_TIMELINE_EVENTS:
             self.timeline.append((call, start_wall - self.started_wall, seconds, items, worker))
+
+    def step(self) -> None:
+        """Hand finished roots to the sink, serve the heartbeat, admit new input windows."""
+        self.drain()
+        self.heartbeat()
+        self.admit()
+
+    def heartbeat(self) -> None:
+        """Progress lines and timed flushes; a pending Ctrl-C flushes what is complete and stops."""
+        if self.progress is not None:
+            self.progress.update(self)
+        if self.interrupted:
+            self.drain()
+            self.sink.flush()
+            raise KeyboardInterrupt
+        self.sink.poll()
+
+    @staticmethod
+    def wait_s() -> float:
+        """How long an executor may block waiting for reports before calling step() again."""
+        return HEARTBEAT_S
 
     def admit(self) -> None:
         """Admit input windows while the scheduler has room; close the input when it ends.
@@ -93,7 +198,7 @@ class Driver:
                 if v is _END:
                     ended = True
                     break
-                k = self._key(v) if self._key else str(self._index)
+                k = self._key(v, self._index)
                 if k in self.skip:
                     self.skipped += 1
                 else:
@@ -102,7 +207,8 @@ class Driver:
                     indices.append(self._index)
                 self._index += 1
             if values:
-                s.admit(keys, self.wrap_inputs(values) if self.wrap_inputs else values, indices)
+                wrapped, failed = self.store.wrap_inputs(values)
+                s.admit(keys, wrapped, indices, failed=failed)
             if ended:
                 s.close_input()
                 return
@@ -134,18 +240,15 @@ class Driver:
     def drain(self) -> int:
         """Hand every finished root's rows to the sink and release them; returns how many."""
         fin = self.sched.pop_finished()
-        if self.progress is not None:
-            self.progress.update(self)
         if not fin:
             return 0
-        roots = [{name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs} for w, r in fin]
-        if self.resolve_values and not getattr(self.sink, "defer", False):
-            present = [row for rows in roots for items in rows.values() for row in items if row[1] == 1]
-            for row, v in zip(present, self.resolve_values([row[2] for row in present])):
-                row[2] = v
-        for (w, r), rows in zip(fin, roots):
-            items = {name: [Item(p, Status(s), v, c) for p, s, v, c in lst] for name, lst in rows.items()}
-            self.sink.write_root(w.indices[r], w.keys[r], items)
+        roots = []
+        for w, r in fin:
+            rows = {name: [Item(p, Status(st), v, c) for p, st, v, c in self._rows(w, slot, chain, r)]
+                    for name, slot, chain in self._outputs}
+            roots.append((w.indices[r], w.keys[r], rows))
+        self.sink.write_roots(roots)
+        for w, r in fin:
             self.sched.release(w, r)
         if self.first_root_s is None:
             self.first_root_s = time.perf_counter() - self.started

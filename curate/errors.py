@@ -5,13 +5,22 @@
 - `InputError`: a stage says its input is bad (encrypted PDF, truncated video); not retried.
 - `TransientError`: a stage says the failure may pass (a flaky mount); retried like any exception.
 - `WorkerDied`: the process running a batch went away; the batch is retried.
+- `RootKeyError`: `key=` gave no usable stable key for an input (None, a duplicate, it raised).
 - `EngineError`: a bug in curate itself; please report it.
 """
 
 from __future__ import annotations
 
+import re
 import traceback
 from dataclasses import dataclass
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # terminal colour and cursor codes (Ray colours tracebacks)
+
+
+def plain_text(text: str) -> str:
+    """`text` without terminal escape codes: causes are read in files, tables and logs."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 class CurateError(Exception):
@@ -43,6 +52,11 @@ class WorkerDied(CurateError):
     """The worker that held a batch died before reporting it."""
 
 
+class RootKeyError(CurateError):
+    """`key=` gave no usable stable key for an input: it raised, returned None or a type other
+    than str / int, or returned a key another input already has."""
+
+
 class EngineError(CurateError):
     """An internal invariant of curate broke: a bug to report, not a user mistake."""
 
@@ -51,7 +65,7 @@ class EngineError(CurateError):
 class Cause:
     """Why an item is not PRESENT: who must act (`kind`), a message, and where it came from."""
 
-    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "group" | "item" | "suppressed"
+    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "group" | "item"
     message: str
     call: str = ""  # name of the Call where it happened
     error_type: str = ""  # exception class name, when an exception caused it
@@ -60,6 +74,10 @@ class Cause:
     def __post_init__(self):
         if not self.kind:
             raise EngineError("Cause.kind must be set")
+        for name in ("message", "traceback"):
+            text = getattr(self, name)
+            if "\x1b" in text:
+                object.__setattr__(self, name, plain_text(text))
 
     def __str__(self) -> str:
         where = f" in {self.call}" if self.call else ""

@@ -45,6 +45,7 @@ class CallSpec:
     method: str
     batch_size: int
     retries: int
+    timeout_s: float | None = None  # one attempt on one batch; None: no limit
 
 
 @dataclass
@@ -156,6 +157,9 @@ def _stage_problems(st: Stage) -> list[str]:
     elif st.init and not isinstance(target, type):
         out.append("init= is only for classes (built once per worker); a function takes no init")
     out += _number_problems(st, (("batch_size", 1), ("retries", 0)))
+    t = st.timeout_s
+    if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool) or not t > 0):
+        out.append(f"timeout_s={t!r}; it must be a number of seconds > 0, or None for no limit")
     if st.pool is None:
         out += _pool_problems(st)
     return out
@@ -321,7 +325,8 @@ def _lower_calls(pipe: Pipeline, stages: dict[int, Stage], nodes: list[PlanNode]
         pool = pool_of[id(owner)]
         name = _unique(st.label, call_names)
         n.call = len(calls)
-        calls.append(CallSpec(n.call, n.id, n.kind, name, pool, st.method, st.batch_size, st.retries))
+        calls.append(CallSpec(n.call, n.id, n.kind, name, pool, st.method, st.batch_size, st.retries,
+                              st.timeout_s))
         pools[pool].calls.append(n.call)
     return calls, pools
 

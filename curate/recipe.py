@@ -33,7 +33,7 @@ Steps: `id` names a step (`source` is the input); `expand`, `map`, `filter` and 
 `on_child_failure: suppress | drop`); `zip: [ids]` combines steps of one domain; `broadcast:
 {from: PARENT, onto: CHILD}` copies a parent's value onto its children. A stage is `stage:
 "module:attribute"` with init, batch_size, replicas, num_cpus, num_gpus, retries, resources,
-runtime_env, name; or `pool: NAME` with method, batch_size, retries, name. Import paths resolve
+runtime_env, name, timeout_s; or `pool: NAME` with method, batch_size, retries, name, timeout_s. Import paths resolve
 at load time, with the recipe's directory and the working directory first on sys.path.
 
 Input paths are relative to the recipe's directory (list-file entries: to the list file's).

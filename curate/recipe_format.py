@@ -17,8 +17,8 @@ OPS = ("expand", "map", "filter", "reduce", "zip", "broadcast")
 OP_KEYS = {"expand": ("from", "into"), "map": ("from",), "filter": ("from",),
            "reduce": ("from", "on_child_failure"), "broadcast": ("from", "onto")}
 STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "num_cpus", "num_gpus", "retries", "resources",
-              "runtime_env", "name")
-POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name")
+              "runtime_env", "name", "timeout_s")
+POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name", "timeout_s")
 POOL_KEYS = ("class", "init", "replicas", "num_cpus", "num_gpus", "resources", "runtime_env")
 RUN_KEYS = ("executor", "input_batch_size", "inflight", "address", "ray_init", "pipeline_depth",
             "output_dir", "resume", "progress", "sink_options")
@@ -48,6 +48,7 @@ CHECKS = {
     "pipeline_depth": (_whole(1), "a whole number >= 1", "pipeline_depth: 2"),
     "num_cpus": (_amount, "a number >= 0", "num_cpus: 0.25"),
     "num_gpus": (_amount, "a number >= 0", "num_gpus: 1"),
+    "timeout_s": (lambda v: v is None or (_amount(v) and v > 0), "a number of seconds > 0 or null", "timeout_s: 600"),
     "resources": (_resources, "a mapping of resource names to numbers >= 0", "resources: {accel: 1}"),
     "init": (*_DICT, "init: {model: path/to/weights}"),
     "ray_init": (*_DICT, "ray_init: {num_cpus: 8}"),

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from curate import defaults
 from curate.driver import Driver, MemorySink
-from curate.errors import CurateError
+from curate.errors import CurateError, plain_text
 from curate.executors import get_executor
+from curate.fingerprint import stage_fingerprints
 from curate.io import manifest
 from curate.io.commits import META, write_json_atomic
 from curate.io.parquet import ParquetSink, check_output_dir
@@ -72,22 +76,30 @@ class RunResult:
 def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAULT_EXECUTOR,
         input_batch_size: int = defaults.DEFAULT_INPUT_BATCH_SIZE,
         inflight: int = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
-        output_dir: str | PathLike | None = None, resume: bool = False, progress: bool | None = None,
-        recipe: str | None = None, sink_options: dict | None = None, **executor_options) -> RunResult:
+        output_dir: str | PathLike | None = None, resume: bool = False, allow_changed_code: bool = False,
+        progress: bool | None = None, recipe: str | None = None, sink_options: dict | None = None,
+        **executor_options) -> RunResult:
     """Run `pipe` over `inputs` (a list or any iterator, consumed window by window).
 
     `input_batch_size` roots form an input window; at most `inflight` windows are admitted at
-    once. `key(input)` gives a root's stable key (default: its input index as text).
+    once. `key(input)` gives a root's stable key: a non-empty str (an int is taken as its
+    text), unique among the inputs (default: the input index as text); a key that is None,
+    another type or a duplicate stops the run with a RootKeyError naming the input(s).
     `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
     "local" (threads in this process) or an executor object; other keyword arguments go to it.
 
     With `output_dir`, each output streams to Parquet shards there as roots complete instead
-    of being kept in memory; `resume=True` continues a killed run, skipping committed roots.
-    `progress` shows live progress per level (None: only when stderr is a terminal and an
-    output_dir is given); `recipe` is the recipe text recorded in the manifest."""
+    of being kept in memory; `resume=True` continues a killed run, skipping committed roots,
+    and refuses a stage whose code or init changed unless `allow_changed_code=True`.
+    Ctrl-C commits the roots already finished, marks the run interrupted and raises
+    KeyboardInterrupt; resuming continues it. `progress` shows live progress per level (None:
+    only when stderr is a terminal and an output_dir is given); `recipe` is the recipe text
+    recorded in the manifest."""
     plan = compile_plan(pipe)  # every declaration problem, before anything starts
     if isinstance(inputs, (str, bytes, PathLike)):
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
+    if not isinstance(input_batch_size, int) or input_batch_size < 1:
+        raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight)
     out = Path(output_dir) if output_dir is not None else None
@@ -95,35 +107,80 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     if out is None:
         sink = MemorySink(plan.outputs)
     else:
+        prints = stage_fingerprints(plan)
         check_output_dir(out, resume)
+        changed_code = manifest.check(out, plan, resume, prints, allow_changed_code)  # refused: nothing recorded
         sink = ParquetSink(out, plan.output_options, run_id, **(sink_options or {}))
-        man = manifest.start_run(out, run_id, plan, recipe, resume)
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
+    man: dict | None = None
     if out is not None:
         driver.skip = sink.committed_keys
+
+        def record_start() -> None:
+            nonlocal man
+            man = manifest.start_run(out, run_id, plan, recipe, resume, prints, changed_code)
+
+        driver.on_start = record_start
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
-    status, error = "failed", None
+    status, error, pools_run = "failed", None, []
     try:
-        pools_run = ex.execute(driver)  # its driver closes the sink when the run is done
+        with _ctrl_c(driver):
+            pools_run = ex.execute(driver)  # its driver closes the sink when the run is done
         status = "completed"
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted (Ctrl-C)"
+        if man is not None:
+            raise RunInterrupted(out, sink) from None
+        raise
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        error = plain_text(f"{type(exc).__name__}: {exc}")
         raise
     finally:
         if driver.progress:
             driver.progress.close(driver)
-        if out is not None:
-            _finish(out, man, run_id, sink, driver, status, error)
-    wall = time.perf_counter() - driver.started
-    metrics = collect(plan, sched, driver, pools_run, wall)
+        wall = time.perf_counter() - driver.started
+        metrics = collect(plan, sched, driver, pools_run, wall)
+        if man is not None:  # the run started: record how it ended
+            (out / META / run_id).mkdir(parents=True, exist_ok=True)
+            write_json_atomic(out / META / run_id / "metrics.json", metrics.to_dict())
+            manifest.finish_run(out, man, run_id, status=status, counts=sink.counts, totals=sink.total_counts(),
+                                roots_done=driver.roots_done, roots_skipped=driver.skipped, error=error)
     if out is not None:
-        write_json_atomic(out / META / run_id / "metrics.json", metrics.to_dict())
         return RunResult(plan, sink, metrics, output_dir=out, run_id=run_id)
     return RunResult(plan, sink, metrics)
 
 
-def _finish(out: Path, man: dict, run_id: str, sink, driver: Driver, status: str, error: str | None) -> None:
-    (out / META / run_id).mkdir(parents=True, exist_ok=True)
-    manifest.finish_run(out, man, run_id, status=status, counts=sink.counts, totals=sink.total_counts(),
-                        roots_done=driver.roots_done, roots_skipped=driver.skipped, error=error)
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run into an output directory after committing every finished root."""
+
+    def __init__(self, out: Path, sink):
+        self.out, self.roots = out, len(sink.committed_keys) + sum(len(r["roots"]) for r in sink.records
+                                                                     if r["run"] == sink.run_id)
+        super().__init__(f"interrupted: {self.roots} input(s) are committed in {out}; resume continues "
+                         "with the rest (curate run ... --resume, or resume=True)")
+
+
+@contextmanager
+def _ctrl_c(driver: Driver):
+    """While a run goes on, Ctrl-C asks the driver to stop at its next heartbeat (after
+    committing what is finished); a second Ctrl-C stops at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+
+    def ask(signum, frame):
+        if driver.interrupted:
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        driver.interrupted = True
+
+    signal.signal(signal.SIGINT, ask)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from curate import defaults
 from curate.batch import DROPPED, FAILED, GROUP, PRESENT, BatchReport
 from curate.dataflow import SUPPRESSED, Dataflow
-from curate.errors import Cause, EngineError
+from curate.errors import Cause, CurateError, EngineError
 from curate.lineage import KEY_BITS, KEY_MASK, Window
 from curate.plan import Plan
 
@@ -32,8 +32,8 @@ class Scheduler(Dataflow):
     """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees."""
 
     def __init__(self, plan: Plan, *, inflight: int = defaults.DEFAULT_INFLIGHT):
-        if inflight < 1:
-            raise ValueError(f"inflight={inflight}; admit at least one input window")
+        if not isinstance(inflight, int) or inflight < 1:
+            raise CurateError(f"inflight={inflight!r}; use a whole number >= 1 (input windows admitted at once)")
         super().__init__(plan)
         self.inflight = inflight
         self.windows: dict[int, Window] = {}
@@ -51,9 +51,11 @@ class Scheduler(Dataflow):
     def can_admit(self) -> bool:
         return not self.input_closed and len(self.windows) < self.inflight
 
-    def admit(self, keys: list, values: list, indices: list[int] | None = None) -> int:
+    def admit(self, keys: list, values: list, indices: list[int] | None = None,
+              failed: dict[int, Cause] | None = None) -> int:
         """Admit one input window of roots (stable keys, input values and, if not consecutive,
-        their input indices); returns its id."""
+        their input indices); returns its id. Roots in `failed` (by position) are FAILED with
+        that cause at once: an input the executor cannot carry to its workers."""
         if not self.can_admit():
             raise EngineError("admit() called while the admission window is full or input closed")
         if len(keys) != len(values) or not keys:
@@ -70,6 +72,9 @@ class Scheduler(Dataflow):
         src = self.plan.source_slot
         w.status[src][:] = bytes([PRESENT]) * len(keys)
         w.value[src][:] = values
+        for r, cause in (failed or {}).items():
+            w.status[src][r], w.value[src][r] = FAILED, None
+            w.causes[(src, r)] = cause
         for r in range(len(keys)):
             if w.root_open[r] == 0:
                 self._finished.append((w, r))

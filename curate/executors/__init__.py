@@ -1,14 +1,17 @@
 """Executors move batches between the scheduler and workers; the semantics live in the
-scheduler. An executor implements `execute(driver) -> list[PoolReport]`, looping on
-`driver.drain() / admit()`, its own dispatch and reports, and `driver.idle_done()` whenever
-nothing is in flight (which also makes the sink's last flush once the run is done)."""
+scheduler. An executor implements `execute(driver) -> list[PoolReport]`: it calls
+`driver.started_workers(store)` once its workers are up, then loops on `driver.step()`, its
+own dispatch and reports (blocking at most `driver.wait_s()` at a time, so progress, timed
+flushes and Ctrl-C are served while workers hang), and `driver.idle_done()` whenever nothing is
+in flight (which also makes the sink's last flush once the run is done). A batch that runs
+past its Call's `timeout_s` is failed with `timeout_cause` and its worker replaced."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from curate.errors import CurateError
+from curate.errors import Cause, CurateError
 
 
 @dataclass
@@ -32,6 +35,13 @@ class PoolReport:
     name: str
     calls: list[int]
     workers: list[WorkerStats]
+
+
+def timeout_cause(call: str, limit: float, items: int) -> Cause:
+    """The cause of an attempt that ran past its Call's `timeout_s`."""
+    return Cause("timeout", f"a batch of {items} ran longer than timeout_s={limit:g}; its worker was "
+                 "replaced. Raise timeout_s if the stage is just slow, or find the input it hangs on "
+                 "(the item is isolated by retries)", call, "Timeout")
 
 
 class Executor(Protocol):

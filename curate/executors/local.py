@@ -1,5 +1,10 @@
 """In-process executor: one thread per pool replica, each building its stage once. For tests,
-debugging and small jobs; it drives the same pure Scheduler the Ray executor does."""
+debugging and small jobs; it drives the same pure Scheduler the Ray executor does.
+
+`timeout_s` holds as far as threads allow: a batch past its limit is failed like an exception
+(retried, isolated, then FAILED with cause kind `timeout`) and its worker is replaced by a
+fresh thread, but Python cannot stop a thread, so the hung one runs on in the background
+until its stage returns (its late report is dropped)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import time
 
 from curate.batch import run_batch
 from curate.errors import Cause
-from curate.executors import PoolReport, WorkerStats
+from curate.executors import PoolReport, WorkerStats, timeout_cause
 
 
 class _Worker(threading.Thread):
@@ -20,6 +25,9 @@ class _Worker(threading.Thread):
         self.pool, self.plan, self.outbox = pool, plan, outbox
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.stats = WorkerStats()
+        self.abandoned = False  # timed out: replaced, and whatever it reports is dropped
+        self.batch = None  # the batch it runs, and since when (perf_counter)
+        self.since = 0.0
         self._obj = None
 
     def _fn(self, call):
@@ -50,40 +58,74 @@ class LocalExecutor:
 
     def __init__(self):
         self._workers: list[list[_Worker]] = []
+        self._retired: list[list[_Worker]] = []
 
     def execute(self, driver) -> list[PoolReport]:
         plan = driver.plan
-        outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers = [[_Worker(p, plan, outbox, i) for i in range(p.replicas)] for p in plan.pools]
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._workers = [[_Worker(p, plan, self._outbox, i) for i in range(p.replicas)] for p in plan.pools]
+        self._retired = [[] for _ in plan.pools]
         idle = [list(ws) for ws in self._workers]
         for ws in self._workers:
             for w in ws:
                 w.start()
-        busy = 0
+        driver.started_workers()
+        self._busy = 0
         try:
             while True:
-                driver.drain()
-                driver.admit()
-                busy += self._dispatch(driver, idle)
-                if busy == 0:
+                driver.step()
+                self._dispatch(driver, idle)
+                if self._busy == 0:
                     if driver.idle_done():
                         break
                     continue
-                busy -= self._apply(driver, outbox.get(), idle)
-                while True:  # apply everything already reported before dispatching again
-                    try:
-                        busy -= self._apply(driver, outbox.get_nowait(), idle)
-                    except queue.Empty:
-                        break
+                self._wait(driver, idle)
         finally:
             for ws in self._workers:
                 for w in ws:
                     w.inbox.put(None)
-        return [PoolReport(p.name, list(p.calls), [w.stats for w in ws]) for p, ws in zip(plan.pools, self._workers)]
+        return [PoolReport(p.name, list(p.calls), [w.stats for w in ws + old])
+                for p, ws, old in zip(plan.pools, self._workers, self._retired)]
+
+    def _wait(self, driver, idle: list[list[_Worker]]) -> None:
+        """Apply reports for up to one heartbeat (or until the nearest time limit), then
+        everything already reported; replace workers whose batch ran past its limit."""
+        now = time.perf_counter()
+        deadline = min((w.since + self._limit(driver, w) for ws in self._workers for w in ws
+                        if w.batch is not None and self._limit(driver, w)), default=None)
+        wait = driver.wait_s() if deadline is None else max(0.0, min(driver.wait_s(), deadline - now))
+        try:
+            self._apply(driver, self._outbox.get(timeout=wait), idle)
+            while True:  # apply everything already reported before dispatching again
+                self._apply(driver, self._outbox.get_nowait(), idle)
+        except queue.Empty:
+            pass
+        if deadline is not None and time.perf_counter() >= deadline:
+            self._expire(driver, idle)
 
     @staticmethod
-    def _dispatch(driver, idle: list[list[_Worker]]) -> int:
-        sent = 0
+    def _limit(driver, w: _Worker) -> float | None:
+        return driver.plan.calls[w.batch.call].timeout_s
+
+    def _expire(self, driver, idle: list[list[_Worker]]) -> None:
+        now = time.perf_counter()
+        for pool, ws in enumerate(self._workers):
+            for i, w in enumerate(ws):
+                limit = w.batch is not None and self._limit(driver, w)
+                if not limit or now - w.since < limit:
+                    continue
+                call = driver.plan.calls[w.batch.call]
+                driver.sched.fail(w.batch.id, timeout_cause(call.name, limit, len(w.batch.keys)))
+                self._busy -= 1
+                w.abandoned, w.batch = True, None
+                w.inbox.put(None)  # if it ever returns, it stops
+                fresh = _Worker(w.pool, driver.plan, self._outbox, i)
+                fresh.start()
+                ws[i] = fresh
+                self._retired[pool].append(w)
+                idle[pool].append(fresh)
+
+    def _dispatch(self, driver, idle: list[list[_Worker]]) -> None:
         for pool, free in enumerate(idle):
             while free:
                 call = driver.next_call(pool)
@@ -92,18 +134,22 @@ class LocalExecutor:
                 batch = driver.sched.reserve(call)
                 if batch is None:  # every ready grain was suppressed on the way out
                     continue
-                free.pop().inbox.put(batch)
-                sent += 1
-        return sent
+                w = free.pop()
+                w.batch, w.since = batch, time.perf_counter()
+                w.inbox.put(batch)
+                self._busy += 1
 
-    @staticmethod
-    def _apply(driver, msg, idle: list[list[_Worker]]) -> int:
+    def _apply(self, driver, msg, idle: list[list[_Worker]]) -> None:
         worker, batch, result, wall, seconds = msg
+        if worker.abandoned:  # its batch was failed for running too long: a stale report
+            driver.sched.stale_reports += 1
+            return
         sched = driver.sched
+        worker.batch = None
+        self._busy -= 1
         driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
         idle[worker.pool.id].append(worker)
         if isinstance(result, Cause):
             sched.fail(batch.id, result)
         else:
             sched.complete(batch.id, result)
-        return 1

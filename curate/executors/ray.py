@@ -19,10 +19,9 @@ import ray
 
 from curate.batch import BatchReport
 from curate.errors import Cause, CurateError
-from curate.executors import PoolReport, WorkerStats
+from curate.executors import PoolReport, WorkerStats, timeout_cause
 from curate.executors.ray_cluster import Demand, check, connect, node_resources
-from curate.executors.ray_worker import Inline, PoolWorker, Ref, RemoteShardWriter, resolve
-from curate.io.rows import DEFERRED
+from curate.executors.ray_worker import Inline, Placed, PoolWorker, Ref, resolve, unpicklable
 
 DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
@@ -43,18 +42,77 @@ class _Group:
     fns: dict[int, tuple] = field(default_factory=dict)  # call -> (kind, name, fn or method)
     actors: list = field(default_factory=list)
     flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
+    since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
     stats: list[WorkerStats] = field(default_factory=list)
 
 
 @dataclass
 class _Call:
-    """One Ray call in flight."""
+    """One Ray call in flight (`call` -1: a ping to an actor being replaced)."""
 
     group: _Group
     actor: int
     call: int
     batches: list
     payload: object
+    pings: int = 0  # a ping: how many pings the replaced actor has failed to answer so far
+
+
+MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
+
+
+class RayStore:
+    """Values as references into Ray's object store (see `curate.driver.ValueStore`)."""
+
+    def __init__(self):
+        self._placed: list = []
+
+    def wrap_inputs(self, values: list) -> tuple[list, dict[int, Cause]]:
+        out, failed = [], {}
+        for i, v in enumerate(values):
+            why = unpicklable(v)
+            if why is None:
+                out.append(Inline(v))
+            else:
+                out.append(None)
+                failed[i] = Cause("input", f"the input is a {type(v).__name__}, which cannot be pickled to "
+                                  f"travel to Ray workers ({why}); pass inputs that pickle (paths, text, "
+                                  "numbers, dicts of those) and open resources inside the stage",
+                                  "", "PicklingError")
+        return out, failed
+
+    def fetch(self, values: list) -> list:
+        """Output values: fetch each payload once, then pick the items."""
+        refs, pos = [], {}
+        wire = [_to_wire(v, refs, pos) for v in values]
+        payloads = ray.get(refs) if refs else []
+        return [resolve(w, payloads) for w in wire]
+
+    def place(self, factory, *args):
+        """`factory(*args)` in an actor on this node (same filesystem as the driver); the returned
+        callable ships value references, which the actor fetches itself."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        actor = ray.remote(Placed).options(num_cpus=0, scheduling_strategy=here).remote(factory, args)
+        self._placed.append(actor)
+
+        def call(values: list, *call_args):
+            refs, pos = [], {}
+            wire = [_to_wire(v, refs, pos) for v in values]
+            try:
+                return ray.get(actor.call.remote(wire, call_args, *refs))
+            except ray.exceptions.RayTaskError as exc:  # curate's own error in the actor: as is
+                if isinstance(exc.cause, CurateError):
+                    raise exc.cause from None
+                raise
+
+        return call
+
+    def close(self) -> None:
+        for a in self._placed:
+            ray.kill(a)
+        self._placed = []
 
 
 class RayExecutor:
@@ -64,7 +122,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, ray_init: dict | None = None,
                  pipeline_depth: int = DEFAULT_PIPELINE_DEPTH):
         if pipeline_depth < 1:
-            raise ValueError(f"pipeline_depth={pipeline_depth}; use at least 1")
+            raise CurateError(f"pipeline_depth={pipeline_depth!r}; use a whole number >= 1 (calls in flight per actor)")
         self.address, self.ray_init, self.depth = address, ray_init, pipeline_depth
         self.groups: list[_Group] = []
         self._flight: dict = {}
@@ -112,6 +170,7 @@ class RayExecutor:
             cls = remote.options(max_restarts=-1, max_task_retries=0, **opts)
             g.actors = [cls.remote(g.target, g.init, g.fns) for _ in range(g.replicas)]
             g.flight = [deque() for _ in range(g.replicas)]
+            g.since = [0.0] * g.replicas
             g.stats = [WorkerStats() for _ in range(g.replicas)]
 
     # ---- the loop -------------------------------------------------------------------------
@@ -120,44 +179,96 @@ class RayExecutor:
         self._driver, self._flight, self._cost = driver, {}, {}
         self.groups = groups = self._make_groups(driver)
         self._start(groups)
-        # Wait until every actor is up, so the run's start-up and execution phases are told
-        # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
-        _wait_started(groups)
-        driver.startup_s = time.perf_counter() - driver.started
-        driver.wrap_inputs = lambda values: [Inline(v) for v in values]
-        driver.resolve_values = _fetch
-        sched = driver.sched
-        writer = None
+        store = RayStore()
         try:
-            writer = _remote_writer(driver.sink)
+            # Wait until every actor is up, so the run's start-up and execution phases are told
+            # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
+            _wait_started(groups)
+            driver.started_workers(store)
             while True:
-                driver.drain()
-                driver.admit()
+                driver.step()
                 for g in groups:
                     self._dispatch(driver, g)
                 if not self._flight:
                     if driver.idle_done():
                         break
                     continue
-                refs = list(self._flight)
-                done, rest = ray.wait(refs, num_returns=1)
-                if rest:
-                    done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-                for ref in done:
-                    self._apply(sched, ref, self._flight.pop(ref))
+                self._wait(driver)
         finally:
             for g in groups:
                 for a in g.actors:
                     ray.kill(a)
-            if writer is not None:
-                ray.kill(writer)
+            store.close()
         return [PoolReport(g.name, g.calls, g.stats) for g in groups]
+
+    def _wait(self, driver) -> None:
+        """Apply the reports that arrive within one heartbeat (or until the nearest time
+        limit), then replace the actors whose running batch is past its limit."""
+        deadline = self._deadline(driver.sched)
+        now = time.perf_counter()
+        wait = driver.wait_s() if deadline is None else max(0.0, min(driver.wait_s(), deadline - now))
+        refs = list(self._flight)
+        done, rest = ray.wait(refs, num_returns=1, timeout=wait)
+        if done and rest:
+            done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        for ref in done:
+            fl = self._flight.pop(ref, None)
+            if fl is not None:
+                self._apply(driver.sched, ref, fl)
+        if deadline is not None and time.perf_counter() >= deadline:
+            self._expire(driver.sched)
+
+    def _limit(self, sched, g: _Group, a: int) -> float | None:
+        """The time limit of actor `a`'s running call, if its Call has one."""
+        if not g.flight[a]:
+            return None
+        fl = self._flight.get(g.flight[a][0])
+        return None if fl is None or fl.call < 0 else sched.plan.calls[fl.call].timeout_s
+
+    def _deadline(self, sched) -> float | None:
+        limits = [g.since[a] + t for g in self.groups for a in range(len(g.actors))
+                  if (t := self._limit(sched, g, a))]
+        return min(limits, default=None)
+
+    def _expire(self, sched) -> None:
+        """Fail each running call past its limit (an attempt, retried and isolated like an
+        exception), requeue the calls queued behind it, and replace its actor: Ray restarts a
+        killed actor, which takes work again once it answers a ping."""
+        now = time.perf_counter()
+        for g in self.groups:
+            for a in range(len(g.actors)):
+                t = self._limit(sched, g, a)
+                if not t or now - g.since[a] < t:
+                    continue
+                head = self._flight.pop(g.flight[a].popleft())
+                name = sched.plan.calls[head.call].name
+                for b in head.batches:
+                    sched.fail(b.id, timeout_cause(name, t, len(b.keys)))
+                while g.flight[a]:
+                    for b in self._flight.pop(g.flight[a].popleft()).batches:
+                        sched.requeue(b.id)
+                ray.kill(g.actors[a], no_restart=False)
+                self._ping(g, a, 0)
+
+    def _ping(self, g: _Group, a: int, failed: int) -> None:
+        """Keep a replaced actor busy until it answers: only then is it the fresh one (a ping
+        that reached the old one before the kill dies with it), so its start-up never counts
+        against the time limit of its next batch."""
+        if failed >= MAX_PINGS:
+            raise CurateError(f"a worker of pool {g.name} was replaced after a timeout but its new "
+                              f"actor did not answer {MAX_PINGS} pings; check the cluster's health")
+        ping = g.actors[a].ping.remote()
+        self._flight[ping] = _Call(g, a, -1, [], None, failed)
+        g.flight[a].append(ping)
+        g.since[a] = time.perf_counter()
 
     def _dispatch(self, driver, g: _Group) -> None:
         sched = driver.sched
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
                 return
+            if g.flight[a] and self._flight[g.flight[a][0]].call < 0:
+                continue  # being replaced: nothing goes to it until the fresh actor answers
             call = self._pick(sched, g, a)
             if call is None:
                 return
@@ -165,6 +276,8 @@ class RayExecutor:
             size = sched.plan.calls[call].batch_size
             want = math.ceil(sched.ready(call) / size / max(1, free))
             k = max(1, min(want, MAX_BUNDLE, int(BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
+            if sched.plan.calls[call].timeout_s:
+                k = 1  # a time limit is per batch: one batch per call, so a timeout fails only it
             batches = []
             while len(batches) < k and (b := sched.reserve(call)) is not None:
                 batches.append(b)
@@ -174,6 +287,8 @@ class RayExecutor:
             wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
             meta, payload = g.actors[a].run.remote(call, wire, *refs)
             self._flight[meta] = _Call(g, a, call, batches, payload)
+            if not g.flight[a]:
+                g.since[a] = time.perf_counter()
             g.flight[a].append(meta)
 
     @staticmethod
@@ -191,10 +306,19 @@ class RayExecutor:
         mine = fl.group.flight[fl.actor]
         running = mine[0] == ref  # an actor runs its calls in order: only the oldest had started
         mine.remove(ref)
+        if running:
+            fl.group.since[fl.actor] = time.perf_counter()  # the next call starts now
+        if fl.call < 0:  # a replaced actor's ping: ready once it answers, else ping it again
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError:
+                self._ping(fl.group, fl.actor, fl.pings + 1)
+            return
         try:
             metas = ray.get(ref)
-        except ray.exceptions.RayTaskError as exc:  # the call itself failed to run (e.g. unpicklable input)
-            cause = Cause("user_code", str(exc).splitlines()[0], sched.plan.calls[fl.call].name, type(exc).__name__)
+        except ray.exceptions.RayTaskError as exc:  # the call itself failed to run
+            cause = Cause("user_code", str(exc).strip().splitlines()[0], sched.plan.calls[fl.call].name,
+                          type(exc).__name__)
             for b in fl.batches:
                 sched.fail(b.id, cause)
             return
@@ -227,29 +351,6 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes))
-
-
-def _remote_writer(sink):
-    """Give a Parquet sink a writer actor on this node (same filesystem as the commit log), so
-    rows travel as references and payloads go from the object store straight to the file."""
-    if not hasattr(sink, "writer"):
-        return None
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-    actor = ray.remote(RemoteShardWriter).options(num_cpus=0, scheduling_strategy=here).remote(
-        sink.outputs, sink.row_group_rows)
-
-    def write(buffer: dict, stage_dir: str, flush: str):
-        refs, pos = [], {}
-        for rows in buffer.values():
-            for row in rows:
-                if DEFERRED in row:
-                    row[DEFERRED] = _to_wire(row[DEFERRED], refs, pos)
-        return ray.get(actor.write.remote(buffer, stage_dir, flush, *refs))
-
-    sink.writer, sink.defer = write, True
-    return actor
 
 
 def _wait_started(groups: list[_Group]) -> None:
@@ -305,11 +406,3 @@ def _to_wire(x, refs: list, pos: dict):
     if t is list:
         return [_to_wire(y, refs, pos) for y in x]
     return x
-
-
-def _fetch(values: list) -> list:
-    """Output values: fetch each payload once, then pick the items."""
-    refs, pos = [], {}
-    wire = [_to_wire(v, refs, pos) for v in values]
-    payloads = ray.get(refs) if refs else []
-    return [resolve(w, payloads) for w in wire]

@@ -57,36 +57,70 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
 
 def check(demands: list[Demand], nodes: list[dict[str, float]]) -> None:
     """Raise ResourceError unless every actor of every group fits on the nodes at once
-    (first-fit decreasing over each node's total resources)."""
-    problems = []
+    (first-fit decreasing over each node's total resources). The error names each resource
+    that is short, the pools that ask for it, and the fix for that resource."""
     free = [dict(n) for n in nodes]
     actors = sorted(((d, i) for d in demands for i in range(d.replicas)),
                     key=lambda a: -sum(a[0].per_actor.values()))
     for d, _ in actors:
-        node = next((n for n in free if all(n.get(k, 0.0) + 1e-9 >= v for k, v in d.per_actor.items())), None)
+        node = next((n for n in free if _fits(d.per_actor, n)), None)
         if node is None:
-            if not any(all(n.get(k, 0.0) + 1e-9 >= v for k, v in d.per_actor.items()) for n in nodes):
-                problems.append(f"one worker of {d.name} needs {_fmt(d.per_actor)}, more than any node has "
-                                f"({'; '.join(_fmt(n) for n in nodes) or 'no nodes'})")
             break
         for k, v in d.per_actor.items():
             node[k] = node.get(k, 0.0) - v
     else:
         return
-    if not problems:
-        total = {}
-        for d in demands:
-            for k, v in d.per_actor.items():
-                total[k] = total.get(k, 0.0) + v * d.replicas
-        have = {k: sum(n.get(k, 0.0) for n in nodes) for k in total}
-        short = [k for k in total if total[k] > have[k] + 1e-9] or list(total)
-        problems.append("the pipeline's workers hold " + ", ".join(f"{total[k]:g} {k}" for k in short)
-                        + " but the cluster has " + ", ".join(f"{have[k]:g}" for k in short) + " ("
-                        + "; ".join(f"{d.name}: {d.replicas} x {_fmt(d.per_actor)}" for d in demands) + ")")
-    raise ResourceError(
-        "the pipeline can never be scheduled on this Ray cluster: " + "; ".join(problems)
-        + ". Every worker holds its resources for the whole run, so lower num_cpus (fractions such "
-        "as num_cpus=0.25 are fine) or replicas, or connect to a larger cluster with address=...")
+    raise ResourceError("the pipeline can never be scheduled on this Ray cluster: "
+                        + "; ".join(_shortages(demands, nodes)))
+
+
+def _fits(per_actor: dict[str, float], node: dict[str, float]) -> bool:
+    return all(node.get(k, 0.0) + 1e-9 >= v for k, v in per_actor.items())
+
+
+def _shortages(demands: list[Demand], nodes: list[dict[str, float]]) -> list[str]:
+    """Why the demands cannot be placed, one line per short resource, each with its fix."""
+    asked = sorted({k for d in demands for k in d.per_actor})
+    biggest = {k: max((n.get(k, 0.0) for n in nodes), default=0.0) for k in asked}
+    have = {k: sum(n.get(k, 0.0) for n in nodes) for k in asked}
+    out = []
+    for d in demands:  # one worker that no node can hold
+        for k, v in sorted(d.per_actor.items()):
+            if v > biggest[k] + 1e-9:
+                where = "no node has any" if biggest[k] == 0 else f"the largest node has {biggest[k]:g}"
+                out.append(f"each worker of {d.name} asks for {v:g} {k}, but {where}; {_fix(k, have[k], True)}")
+    if out:
+        return out
+    for k in asked:  # every worker fits somewhere, but not all at once
+        users = [d for d in demands if d.per_actor.get(k)]
+        need = sum(d.per_actor[k] * d.replicas for d in users)
+        if need > have[k] + 1e-9:
+            parts = ", ".join(f"{d.name}: {d.replicas} x {d.per_actor[k]:g}" for d in users)
+            out.append(f"the workers ask for {need:g} {k} in all ({parts}), but the cluster has "
+                       f"{have[k]:g}; {_fix(k, have[k], False)}")
+    return out or ["the workers' requests fit the cluster's totals but not its nodes one by one ("
+                   + "; ".join(f"{d.name}: {d.replicas} x {_fmt(d.per_actor)}" for d in demands)
+                   + "); lower num_cpus or replicas, or connect to a cluster with larger nodes"]
+
+
+def _fix(resource: str, have: float, per_worker: bool) -> str:
+    """How to fix a shortage of one resource."""
+    if resource == "CPU":
+        return ("every worker holds its CPUs for the whole run: lower num_cpus (fractions such as "
+                "num_cpus=0.25 are fine)" + ("" if per_worker else " or replicas")
+                + ", or connect to a larger cluster with address=...")
+    if resource == "GPU":
+        if have == 0:
+            return ("this cluster has no GPU: set num_gpus=0 to run the stage on CPU (if its model can), "
+                    "or connect to a cluster with GPUs with address=...")
+        return ("lower num_gpus (fractions such as num_gpus=0.5 share a GPU)" + ("" if per_worker else " or replicas")
+                + ", or connect to a cluster with more GPUs")
+    if resource == "memory":
+        return "lower memory= (bytes per worker)" + ("" if per_worker else " or replicas")
+    if have == 0:
+        return (f"no node offers the custom resource {resource!r}: start nodes with "
+                f"`ray start --resources '{{\"{resource}\": 1}}'`, or remove it from resources=")
+    return f"lower resources={{{resource!r}: ...}}" + ("" if per_worker else " or replicas") + ", or add nodes that offer it"
 
 
 def _fmt(res: dict[str, float]) -> str:

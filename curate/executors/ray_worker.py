@@ -11,9 +11,27 @@ from __future__ import annotations
 import time
 
 import ray
+from ray import cloudpickle
 
-from curate.batch import PRESENT, run_batch
+from curate.batch import FAILED, PRESENT, run_batch
 from curate.errors import Cause, EngineError
+
+
+class _Discard:
+    """A file that keeps nothing: pickling into it checks a value without holding its bytes."""
+
+    @staticmethod
+    def write(b) -> int:
+        return len(b)
+
+
+def unpicklable(value) -> str | None:
+    """None if `value` pickles (as Ray would send it), else why not."""
+    try:
+        cloudpickle.CloudPickler(_Discard(), protocol=5).dump(value)
+    except Exception as exc:  # noqa: BLE001 - any failure means the value cannot travel
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 class Ref:
@@ -92,23 +110,50 @@ class PoolWorker:
                 counts = [len(v) if (codes is None or codes[i] == PRESENT) else 0 for i, v in enumerate(rep.values)]
             metas.append(("ok", rep.codes, rep.causes, counts, wall, time.perf_counter() - t0))
             outs.append(None if kind == "filter" else rep.values)
+        if unpicklable(outs) is not None:  # rare: find the items whose values cannot travel
+            for b, out in enumerate(outs):
+                if out is not None and unpicklable(out) is not None:
+                    metas[b] = _fail_unpicklable(metas[b], out, kind, name)
         return metas, outs
 
     def ping(self) -> bool:
         return True
 
 
-class RemoteShardWriter:
-    """The Parquet sink's shard writer as an actor on the driver's node: it receives the rows'
-    lineage columns and fetches their payloads itself, so output bytes skip the driver."""
+def _fail_unpicklable(meta: tuple, out: list, kind: str, name: str) -> tuple:
+    """FAIL each item of one batch whose value cannot be pickled (its value becomes None, so the
+    rest of the batch travels); its batch-mates are left alone."""
+    _, codes, causes, counts, wall, seconds = meta
+    codes = list(codes) if codes is not None else [PRESENT] * len(out)
+    causes = dict(causes)
+    for i, v in enumerate(out):
+        why = unpicklable(v) if codes[i] == PRESENT else None
+        if why is None:
+            continue
+        what = f"its children include a {_culprit(v)}" if kind == "expand" else f"its result is a {type(v).__name__}"
+        codes[i], causes[i], out[i] = FAILED, Cause(
+            "user_code", f"stage {name} returned a value that cannot be pickled to travel between Ray "
+            f"workers: {what} ({why}); return plain data (numbers, text, bytes, lists, dicts, dataclasses, "
+            "arrays) and keep locks, files, generators and clients inside the stage", name, "PicklingError"), None
+        if counts is not None:
+            counts[i] = 0
+    return ("ok", codes, causes, counts, wall, seconds)
 
-    def __init__(self, outputs: dict, row_group_rows: int):
-        from curate.io.parquet import ShardWriter
 
-        self._write = ShardWriter(outputs, row_group_rows)
+def _culprit(children: list) -> str:
+    return next((type(c).__name__ for c in children if unpicklable(c) is not None), "value")
 
-    def write(self, buffer: dict, stage_dir: str, flush: str, *payloads):
-        return self._write(buffer, stage_dir, flush, resolve=lambda v: resolve(v, payloads))
+
+class Placed:
+    """An object built where the values are (the Parquet sink's shard writer, on the driver's
+    node): each call fetches the values it names from the object store itself, so output
+    bytes skip the driver."""
+
+    def __init__(self, factory, args: tuple):
+        self._obj = factory(*args)
+
+    def call(self, values: list, args: tuple, *payloads):
+        return self._obj(*args, values=[resolve(v, payloads) for v in values])
 
     def ping(self) -> bool:
         return True

@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.fingerprint import changed
 from curate.io.commits import META, write_json_atomic
 
 FORMAT = 1
@@ -41,32 +42,67 @@ def load(out: Path) -> dict | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
-def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool) -> dict:
-    """Record a run's start; a resumed run must have the pipeline shape of the directory."""
-    (out / META).mkdir(parents=True, exist_ok=True)
+def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_changed_code: bool) -> list[str]:
+    """Refuse a resume whose pipeline has another shape, or whose stages' code or init changed
+    since the directory was started (unless `allow_changed_code`); returns the changed Calls."""
     man = load(out)
+    if man is None or not resume:
+        return []
     shape = describe(plan)
-    if man is not None and resume and man["pipeline"] != shape:
+    if man["pipeline"] != shape:
         raise CurateError(f"{out} was written by a different pipeline ({man['pipeline']}) than this one "
                           f"({shape}); resume it with the pipeline that started it, or use a new directory")
+    diff = changed(man.get("fingerprints", {}), fingerprints)
+    if diff and not allow_changed_code:
+        raise CurateError(f"{out} was written by other code: stage(s) {', '.join(diff)} changed (code or init) "
+                          "since its rows were committed, and resuming would mix their old and new results; "
+                          "resume with the code that started it, use a new directory, or pass --allow-changed-code "
+                          "(allow_changed_code=True) to accept the mix")
+    return diff
+
+
+def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
+              fingerprints: dict[str, str], changed_code: list[str]) -> dict:
+    """Record a run that has started (its workers are up); a refused run leaves no entry."""
+    (out / META).mkdir(parents=True, exist_ok=True)
+    man = load(out)
     if man is None or not resume:
-        man = {"format": FORMAT, "pipeline": shape, "runs": [], "counts": {}}
+        man = {"format": FORMAT, "pipeline": describe(plan), "runs": [], "counts": {}}
     for r in man["runs"]:
         if r["status"] == "running":
             r["status"] = "interrupted"  # it never recorded its end: killed
-    man.update(recipe=recipe, versions=versions())
-    man["runs"].append({"run": run_id, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",
-                        "resumed": resume})
+    man.update(recipe=recipe, versions=versions(), fingerprints=fingerprints)
+    entry = {"run": run_id, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running", "resumed": resume}
+    if changed_code:
+        entry["changed_code"] = changed_code
+    man["runs"].append(entry)
     write_json_atomic(path(out), man)
     return man
 
 
 def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, totals: dict,
                roots_done: int, roots_skipped: int, error: str | None = None) -> None:
+    """Record how a started run ended; names its metrics file only if it exists."""
     entry = next(r for r in man["runs"] if r["run"] == run_id)
     entry.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), rows=counts,
-                 roots_done=roots_done, roots_skipped=roots_skipped, metrics=f"{META}/{run_id}/metrics.json")
+                 roots_done=roots_done, roots_skipped=roots_skipped)
+    metrics = f"{META}/{run_id}/metrics.json"
+    if (out / metrics).exists():
+        entry["metrics"] = metrics
     if error:
         entry["error"] = error
     man["counts"] = totals
     write_json_atomic(path(out), man)
+
+
+def committed_counts(out: Path) -> dict[str, dict[str, int]]:
+    """Rows per output and status over every commit record: right even for a run that was
+    killed before it could write its totals into the manifest."""
+    totals: dict[str, dict[str, int]] = {}
+    commits = out / META / "commits"
+    for p in sorted(commits.glob("*.json")) if commits.exists() else ():
+        for name, c in json.loads(p.read_text()).get("counts", {}).items():
+            d = totals.setdefault(name, {})
+            for st, n in c.items():
+                d[st] = d.get(st, 0) + n
+    return totals

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from curate.errors import InputError
+from curate.errors import CurateError, InputError
 
 HASH_CHUNK_BYTES = 1 << 20  # stream files through sha256 in 1 MiB reads: flat memory for any size
 KEY_HASH_CHARS = 16  # 64 bits of sha256: collisions are negligible for any corpus size
@@ -26,16 +26,24 @@ def paths(items: Iterable[str | os.PathLike], base_dir: str | os.PathLike = ".")
         yield _join(base_dir, p)
 
 
+class SourceError(CurateError):
+    """An input source names nothing to read (a glob that matches no file)."""
+
+
 def glob(pattern: str, base_dir: str | os.PathLike = ".") -> Iterator[str]:
     """Files matching `pattern` (`**` recurses) under `base_dir`, sorted by path so every run
-    sees the same input order. Only the names are listed up front, to sort them."""
+    sees the same input order. The names are listed at once (to sort them), so a pattern that
+    matches no file raises SourceError here, before any run starts."""
     import glob as globlib
 
     matches = sorted(globlib.glob(pattern, root_dir=os.fspath(base_dir), recursive=True))
-    for m in matches:
-        full = _join(base_dir, m)
-        if not os.path.isdir(full):
-            yield full
+    files = [f for f in (_join(base_dir, m) for m in matches) if not os.path.isdir(f)]
+    if not files:
+        where = "" if os.path.isabs(pattern) else f" under {os.path.abspath(base_dir)}"
+        raise SourceError(f"input glob {pattern!r} matches no file{where}; check the pattern and the "
+                          "directory (a recipe's relative patterns start at the recipe's directory, "
+                          "--input patterns at the working directory)")
+    return iter(files)
 
 
 def list_file(path: str | os.PathLike) -> Iterator[str]:
