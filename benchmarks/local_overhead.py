@@ -19,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import curate as cu  # noqa: E402
-from curate.batch import BatchReport  # noqa: E402
-from curate.plan import compile_plan  # noqa: E402
-from curate.scheduler import Scheduler  # noqa: E402
 from workload import long_tail_page_counts  # noqa: E402
+
+import curate as cu  # noqa: E402
+from curate.core.outcome import BatchReport  # noqa: E402
+from curate.core.plan import compile_plan  # noqa: E402
+from curate.core.scheduler import Scheduler  # noqa: E402
 
 
 def render(docs):

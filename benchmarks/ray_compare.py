@@ -62,8 +62,9 @@ class Upload:
 
 
 def run_curate(page_counts, costs, output_dir=None):
-    import curate as cu
     from baselines import Timing
+
+    import curate as cu
 
     Doc = cu.Domain("doc")
     Page = Doc.child("page")
@@ -89,7 +90,6 @@ def run_curate(page_counts, costs, output_dir=None):
 def one(framework: str, profile: str) -> dict:
     """Run one framework on one profile in this (fresh) process, with its own local Ray."""
     import ray
-
     from baselines import Costs, run_raydata, run_rayorch
     from workload import long_tail_page_counts
 
@@ -123,7 +123,6 @@ def main() -> None:
         return
     if a.output:
         import ray
-
         from baselines import Costs
         from workload import long_tail_page_counts
 

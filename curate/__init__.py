@@ -3,13 +3,22 @@
 Declare domains and a pipeline, then `run` it; see README.md. Importing curate loads no Ray,
 torch, pyarrow or media library: those load only where a stage needs them."""
 
-from curate.errors import (Cause, CurateError, EngineError, InputError, PlanError, RootKeyError, TransientError,
-                           UserCodeError, WorkerDied)
-from curate.outcome import GroupFailure, Issue, Item, ItemFailure, Status
-from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
-from curate.plan import compile_plan
+from curate.core.outcome import GroupFailure, Issue, Item, ItemFailure, Status
+from curate.core.plan import compile_plan
+from curate.errors import (
+                           Cause,
+                           CurateError,
+                           EngineError,
+                           InputError,
+                           PlanError,
+                           RootKeyError,
+                           TransientError,
+                           UserCodeError,
+                           WorkerDied,
+)
 from curate.io.rows import PayloadError
 from curate.metrics import RunMetrics
+from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
 from curate.run import RunResult, run
 
 __version__ = "0.1.0"

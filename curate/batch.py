@@ -4,22 +4,17 @@
 from __future__ import annotations
 
 import reprlib
-from dataclasses import dataclass, field
 
+from curate.core.outcome import (
+    DROPPED,
+    FAILED,
+    GROUP,
+    PRESENT,
+    BatchReport,
+    GroupFailure,
+    ItemFailure,
+)
 from curate.errors import Cause, UserCodeError
-from curate.outcome import GroupFailure, ItemFailure, Status
-
-PRESENT, DROPPED, FAILED = int(Status.PRESENT), int(Status.DROPPED), int(Status.FAILED)
-GROUP = 5  # FAILED, and its not-yet-run siblings are SUPPRESSED
-
-
-@dataclass(slots=True)
-class BatchReport:
-    """Outcome of one batch. `codes is None` means every item is PRESENT (the common case)."""
-
-    values: list  # per item: value (expand: list of children values); None if not PRESENT
-    codes: list[int] | None = None
-    causes: dict[int, object] = field(default_factory=dict)  # index -> Cause, or drop reason (str)
 
 
 def run_batch(fn, kind: str, inputs: list, call: str) -> BatchReport:

@@ -7,14 +7,13 @@ line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRE
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.io.outdir import OutputDir
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-TOP_CAUSES = 10
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +75,7 @@ def _load(args):
 
 
 def cmd_validate(args) -> int:
-    from curate.plan import compile_plan
+    from curate.core.plan import compile_plan
 
     recipe = _load(args)
     plan = compile_plan(recipe.pipeline)
@@ -112,16 +111,11 @@ def cmd_run(args) -> int:
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
                  allow_changed_code=args.allow_changed_code, progress=not args.no_progress,
                  recipe=recipe.text, **opts)
-    root = recipe.pipeline.root.name
     print(f"wrote {out}: run {res.run_id}")
     for name, counts in res.counts.items():
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
-    from curate.io import manifest
-
-    man = manifest.load(Path(out))
-    bad = sum(n for name, c in man["counts"].items() if man["pipeline"]["outputs"][name] == root
-              for st, n in c.items() if st in ("failed", "suppressed"))
+    bad = OutputDir(out).not_present_roots(recipe.pipeline.root.name)
     if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
         print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
         return EXIT_PARTIAL
@@ -141,12 +135,8 @@ def _cli_inputs(specs: list[str], sources) -> list[str]:
 
 
 def cmd_inspect(args) -> int:
-    from curate.io import manifest
-
-    out = Path(args.out)
-    counts, causes = inspect_dir(out)
-    runs = manifest.load(out)["runs"]
-    last = runs[-1] if runs else None
+    d = OutputDir(args.out)
+    counts, causes, last = d.counts(), d.top_causes(), d.last_run()
     if last is not None and last["status"] != "completed":
         state = "was interrupted" if last["status"] in ("running", "interrupted") else "failed"
         print(f"the last run ({last['run']}) {state}" + (f": {last['error']}" if last.get("error") else "")
@@ -162,46 +152,13 @@ def cmd_inspect(args) -> int:
     return EXIT_OK
 
 
-def inspect_dir(out: Path) -> tuple[dict, list[tuple[str, int, str]]]:
-    """Rows per output and status, and the most frequent failure causes with an example."""
-    from curate.io import manifest
-    from curate.io.read import read_table
-
-    man = manifest.load(out)
-    if man is None:
-        raise CurateError(f"{out} has no _curate/manifest.json: not a curate output directory")
-    counts = {name: {} for name in man["pipeline"]["outputs"]}
-    counts.update(manifest.committed_counts(out))  # the commit log: right even after a kill
-    found: dict[str, list] = {}
-    for name in man["pipeline"]["outputs"]:
-        t = read_table(out, name)
-        if t.num_rows == 0:
-            continue
-        for r in t.select(["status", "cause", "root_key", "entity_id"]).to_pylist():
-            if r["status"] in ("failed", "suppressed") and r["cause"]:
-                entry = found.setdefault(r["cause"], [0, f"{name} {r['entity_id']} (input {r['root_key']})"])
-                entry[0] += 1
-    top = sorted(found.items(), key=lambda kv: -kv[1][0])[:TOP_CAUSES]
-    return counts, [(cause, n, ex) for cause, (n, ex) in top]
-
-
 def cmd_report(args) -> int:
-    from curate.io import manifest
     from curate.report import write_report
 
-    out = Path(args.out)
-    man = manifest.load(out)
-    if man is None or not man["runs"]:
-        raise CurateError(f"{out} holds no curate run to report on")
-    run = args.run or next((r["run"] for r in reversed(man["runs"]) if r["status"] != "running"), man["runs"][-1]["run"])
-    mpath = out / "_curate" / run / "metrics.json"
-    if not mpath.exists():
-        status = next((r["status"] for r in man["runs"] if r["run"] == run), "unknown")
-        raise CurateError(f"run {run} ({status}) saved no metrics: only finished runs do; "
-                          f"runs here: {', '.join(r['run'] + ' ' + r['status'] for r in man['runs'])}")
-    counts, causes = inspect_dir(out)
-    written = write_report(json.loads(mpath.read_text()), out / "_curate" / run, title=f"curate run {run}",
-                           counts=counts, causes=causes)
+    d = OutputDir(args.out)
+    run, metrics = d.metrics(args.run)
+    written = write_report(metrics, d.run_dir(run), title=f"curate run {run}", counts=d.counts(),
+                           causes=d.top_causes())
     for kind, p in written.items():
         print(f"{kind}: {p}")
     return EXIT_OK

@@ -9,12 +9,11 @@ import time
 from typing import Any, Callable, Iterable, Protocol
 
 from curate import defaults
+from curate.core.outcome import PRESENT, Item, Status
+from curate.core.plan import Plan
+from curate.core.scheduler import Scheduler
 from curate.errors import CurateError, EngineError, RootKeyError
-from curate.outcome import Item, Status
-from curate.plan import Plan
-from curate.scheduler import Scheduler
 from curate.values import LocalStore, ValueStore
-
 
 _END = object()
 HEARTBEAT_S = 0.5  # longest an executor waits for reports before the driver looks up: progress
@@ -265,7 +264,7 @@ class Driver:
         def walk(level: int, idx: int, path: tuple[int, ...]) -> None:
             if level == len(chain):
                 s = st[idx]
-                out.append([path, s, val[idx], None] if s == 1 else [path, s, None, causes.get((slot, idx))])
+                out.append([path, s, val[idx], None] if s == PRESENT else [path, s, None, causes.get((slot, idx))])
                 return
             e = chain[level]
             f = first[e][idx]

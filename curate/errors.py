@@ -27,6 +27,21 @@ class CurateError(Exception):
     """Base class of every error curate raises."""
 
 
+class Problem(str):
+    """One problem of a declaration, as text (`where: what; fix`), that also keeps its parts, so
+    a recipe can say the fix in recipe terms (`recipe_fix`) instead of Python's."""
+
+    def __new__(cls, where: str, what: str, fix: str, recipe_fix: str | None = None):
+        self = super().__new__(cls, f"{where + ': ' if where else ''}{what}; {fix}")
+        self.where, self.what, self.fix, self.recipe_fix = where, what, fix, recipe_fix
+        return self
+
+    def for_recipe(self) -> str:
+        """The problem with its fix in recipe terms."""
+        fix = self.recipe_fix or self.fix
+        return f"{self.where + ': ' if self.where else ''}{self.what}; {fix}"
+
+
 class PlanError(CurateError):
     """The pipeline cannot run; `problems` lists every reason, each with a fix."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from curate.plan import Plan
+from curate.core.plan import Plan
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Public declarations: domains, stages, pools and the pipeline graph. Declaring runs nothing;
-`curate.plan.compile_plan` checks the whole graph and reports every problem at once."""
+`curate.core.plan.compile_plan` checks the whole graph and reports every problem at once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curate import defaults
-from curate.io.rows import LINEAGE_COLUMNS, MAX_EXT_PARTS, MAX_NAME, name_problem, plain_extension, suggest_name
+from curate.names import (
+    LINEAGE_COLUMNS,
+    MAX_EXT_PARTS,
+    MAX_NAME,
+    name_problem,
+    plain_extension,
+    suggest_name,
+)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 

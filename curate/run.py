@@ -6,26 +6,23 @@ import signal
 import sys
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from curate import defaults
+from curate.core.outcome import Issue, Item, Status
+from curate.core.plan import Plan, compile_plan
+from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
-from curate.errors import CurateError, plain_text
+from curate.errors import CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints
-from curate.io import manifest
-from curate.io.commits import META, write_json_atomic
-from curate.io.parquet import ParquetSink, check_output_dir
+from curate.io.outdir import OutputDir, new_run_id
 from curate.metrics import RunMetrics, collect
-from curate.outcome import Issue, Item, Status
 from curate.pipeline import Pipeline
-from curate.plan import Plan, compile_plan
 from curate.progress import Progress
-from curate.scheduler import Scheduler
 
 
 class RunResult:
@@ -102,25 +99,16 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight)
-    out = Path(output_dir) if output_dir is not None else None
-    run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    out = OutputDir(output_dir) if output_dir is not None else None
     if out is None:
         sink = MemorySink(plan.outputs)
     else:
-        prints = stage_fingerprints(plan)
-        check_output_dir(out, resume)
-        changed_code = manifest.check(out, plan, resume, prints, allow_changed_code)  # refused: nothing recorded
-        sink = ParquetSink(out, plan.output_options, run_id, **(sink_options or {}))
+        sink = out.open_run(plan, new_run_id(), resume=resume, allow_changed_code=allow_changed_code,
+                            fingerprints=stage_fingerprints(plan), recipe=recipe, sink_options=sink_options)
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
-    man: dict | None = None
     if out is not None:
         driver.skip = sink.committed_keys
-
-        def record_start() -> None:
-            nonlocal man
-            man = manifest.start_run(out, run_id, plan, recipe, resume, prints, changed_code)
-
-        driver.on_start = record_start
+        driver.on_start = out.run_started
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error, pools_run = "failed", None, []
@@ -130,24 +118,21 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         status = "completed"
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted (Ctrl-C)"
-        if man is not None:
-            raise RunInterrupted(out, sink) from None
+        if out is not None and out.started:
+            raise RunInterrupted(out.path, sink) from None
         raise
     except BaseException as exc:
-        error = plain_text(f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
         if driver.progress:
             driver.progress.close(driver)
-        wall = time.perf_counter() - driver.started
-        metrics = collect(plan, sched, driver, pools_run, wall)
-        if man is not None:  # the run started: record how it ended
-            (out / META / run_id).mkdir(parents=True, exist_ok=True)
-            write_json_atomic(out / META / run_id / "metrics.json", metrics.to_dict())
-            manifest.finish_run(out, man, run_id, status=status, counts=sink.counts, totals=sink.total_counts(),
-                                roots_done=driver.roots_done, roots_skipped=driver.skipped, error=error)
+        metrics = collect(plan, sched, driver, pools_run, time.perf_counter() - driver.started)
+        if out is not None:
+            out.run_finished(sink, metrics, status=status, error=error, roots_done=driver.roots_done,
+                             roots_skipped=driver.skipped)
     if out is not None:
-        return RunResult(plan, sink, metrics, output_dir=out, run_id=run_id)
+        return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
     return RunResult(plan, sink, metrics)
 
 

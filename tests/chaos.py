@@ -7,12 +7,12 @@ from __future__ import annotations
 import random
 
 from curate.batch import run_batch
+from curate.core.plan import compile_plan
+from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
 from curate.errors import Cause
-from curate.plan import compile_plan
 from curate.metrics import collect
 from curate.run import RunResult
-from curate.scheduler import Scheduler
 
 
 def run_chaos(pipe, inputs, *, seed: int, input_batch_size: int, inflight: int,

@@ -6,8 +6,9 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-import curate as cu
 from recorders import LocalRecorder
+
+import curate as cu
 
 NONE, ITEM, GROUP, POISON, TRANSIENT, DROP = range(6)
 

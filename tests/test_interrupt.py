@@ -15,7 +15,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from hang_stages import RECIPE
 
 TESTS = Path(__file__).resolve().parent

@@ -17,11 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import curate as cu
+from curate.core.outcome import Item, Status
 from curate.errors import EngineError
 from curate.io.commits import CommitLog, write_json_atomic
 from curate.io.read import read_items
-from curate.io.rows import LINEAGE_COLUMNS, PayloadError, expand_payloads, item_row, spill_files
-from curate.outcome import Item, Status
+from curate.io.rows import PayloadError, expand_payloads, item_row, spill_files
+from curate.names import LINEAGE_COLUMNS
 
 THIS_FILE = os.path.basename(__file__)
 

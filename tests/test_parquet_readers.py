@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyarrow.dataset as pds
 import pytest
+from resume_job import build
 
 import curate as cu
-from resume_job import build
 
 
 @pytest.fixture(scope="module")

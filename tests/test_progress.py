@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 
 import curate as cu
+from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
 from curate.executors.local import LocalExecutor
 from curate.progress import Progress
-from curate.scheduler import Scheduler
 
 Doc = cu.Domain("doc")
 Page = Doc.child("page")

@@ -5,12 +5,22 @@ sibling outcomes timing-dependent)."""
 
 from __future__ import annotations
 
+from chaos import run_chaos
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as stx
+from randpipe import (
+    DROP,
+    GROUP,
+    ITEM,
+    POISON,
+    TRANSIENT,
+    Faults,
+    Spec,
+    build,
+    reference,
+)
 
 import curate as cu
-from chaos import run_chaos
-from randpipe import DROP, GROUP, ITEM, POISON, TRANSIENT, Faults, Spec, build, reference
 
 
 @stx.composite

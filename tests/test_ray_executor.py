@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import textwrap
+import threading
 
 import pytest
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import curate as cu
-from curate.batch import FAILED, GROUP, PRESENT, BatchReport
+from curate.core.outcome import FAILED, GROUP, PRESENT, BatchReport
+from curate.core.plan import compile_plan
+from curate.core.scheduler import Scheduler
 from curate.errors import Cause
-from curate.plan import compile_plan
-from curate.scheduler import Scheduler
 
 Doc = cu.Domain("doc")
 Page = Doc.child("page")

@@ -17,11 +17,18 @@ from dataclasses import dataclass, field
 
 import ray
 
-from curate.batch import BatchReport
+from curate.core.outcome import BatchReport
 from curate.errors import Cause, CurateError
 from curate.executors import PoolReport, WorkerStats, timeout_cause
 from curate.executors.ray_cluster import Demand, check, connect, node_resources
-from curate.executors.ray_worker import Inline, Placed, PoolWorker, Ref, resolve, unpicklable
+from curate.executors.ray_worker import (
+    Inline,
+    Placed,
+    PoolWorker,
+    Ref,
+    resolve,
+    unpicklable,
+)
 
 DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low

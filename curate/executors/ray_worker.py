@@ -13,7 +13,8 @@ import time
 import ray
 from ray import cloudpickle
 
-from curate.batch import FAILED, PRESENT, run_batch
+from curate.batch import run_batch
+from curate.core.outcome import FAILED, PRESENT
 from curate.errors import Cause, EngineError
 
 

@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 from curate import defaults
+from curate.core.outcome import Item
 from curate.deps import require
 from curate.errors import CurateError
 from curate.io.commits import META, CommitLog
 from curate.io.rows import DEFERRED, expand_payloads, item_row, spill_files, to_table
-from curate.outcome import Item
 from curate.values import LocalStore
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from curate.core.outcome import Item, Status
 from curate.deps import require
 from curate.errors import CurateError
 from curate.io.commits import META
-from curate.io.rows import LINEAGE_COLUMNS
-from curate.outcome import Item, Status
+from curate.names import LINEAGE_COLUMNS
 
 
 def output_path(out: str | Path, name: str) -> Path:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
-
 from typing import Any
 
 from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
-
 
 # ---- the format: keys each mapping may hold, and what a good value is -------------------------
 TOP_KEYS = ("name", "domains", "pools", "steps", "outputs", "input", "run")

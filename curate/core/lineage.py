@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from array import array
 
-from curate.outcome import Status
+from curate.core.outcome import PRESENT
 
-PRESENT = int(Status.PRESENT)
 KEY_BITS = 32  # a grain key is (window id << KEY_BITS) | entity index
 KEY_MASK = (1 << KEY_BITS) - 1
 

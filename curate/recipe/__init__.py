@@ -123,8 +123,10 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     """Read, override, check and build a recipe; raise RecipeError listing every problem."""
     import yaml
 
-    from curate.recipe_check import check  # imports curate's public API; loaded on first use
-    from curate.recipe_set import _patched, override
+    from curate.recipe.check import (
+        check,  # imports curate's public API; loaded on first use
+    )
+    from curate.recipe.overrides import _patched, override
 
     path = Path(path)
     file = path.name

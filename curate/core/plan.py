@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from curate.errors import PlanError
-from curate.pipeline import Pipeline, Pool, Stage, stage as make_stage
+from curate.errors import PlanError, Problem
+from curate.pipeline import Pipeline, Pool, Stage
+from curate.pipeline import stage as make_stage
 
 CALL_KINDS = ("map", "filter", "expand", "reduce")
 ON_CHILD_FAILURE = ("suppress", "drop")
@@ -113,12 +114,16 @@ def compile_plan(pipe: Pipeline) -> Plan:
 
 
 def _describe(pipe: Pipeline, i: int) -> str:
+    return f"{pipe.nodes[i].where}: {_what(pipe, i)}"
+
+
+def _what(pipe: Pipeline, i: int) -> str:
+    """The kind and stage of node `i` ("map read_titles")."""
     d = pipe.nodes[i]
     st = d.stage
     if not isinstance(st, Stage) and callable(st):
         st = make_stage(st)
-    what = f" {st.label}" if isinstance(st, Stage) else ""
-    return f"{d.where}: {d.kind}{what}"
+    return f"{d.kind} {st.label}" if isinstance(st, Stage) else d.kind
 
 
 def _check_stages(pipe: Pipeline, problems: list[str]) -> dict[int, Stage]:
@@ -197,8 +202,9 @@ def _check_structure(pipe: Pipeline, problems: list[str]) -> None:
         elif d.kind == "reduce":
             p = ports[d.inputs[0]]
             if not p.lineage:
-                problems.append(f"{here}: reduce of a {p.domain.path!r} port that no expand produced "
-                                "(nothing to reduce into); reduce a port that comes from .expand(...)")
+                problems.append(Problem(here, f"reduce of a {p.domain.path!r} port that no expand produced "
+                                        "(nothing to reduce into)", "reduce a port that comes from .expand(...)",
+                                        "reduce a step that comes from an expand step"))
             if d.on_child_failure not in ON_CHILD_FAILURE:
                 problems.append(f"{here}: on_child_failure={d.on_child_failure!r}; use one of {ON_CHILD_FAILURE}")
         elif d.kind == "zip":
@@ -218,7 +224,8 @@ def _check_structure(pipe: Pipeline, problems: list[str]) -> None:
                                 f"{onto.domain.path!r} port that is not its children's; broadcast onto "
                                 "a port derived from an expand of this port's entities")
     if not pipe.outputs:
-        problems.append("the pipeline has no outputs; name at least one with pipe.output(name, port)")
+        problems.append(Problem("", "the pipeline has no outputs", "name at least one with pipe.output(name, port)",
+                                "name at least one with outputs: {name: step_id}"))
 
 
 def _needed_nodes(pipe: Pipeline, problems: list[str]) -> set[int]:
@@ -234,8 +241,9 @@ def _needed_nodes(pipe: Pipeline, problems: list[str]) -> set[int]:
         stack.extend(pipe.ports[i].lineage)
     for i, d in enumerate(pipe.nodes):
         if i not in needed and d.kind != "source":
-            problems.append(f"{_describe(pipe, i)} reaches no output; name its result with "
-                            "pipe.output(...) or remove it")
+            problems.append(Problem(d.where, f"{_what(pipe, i)} reaches no output",
+                                    "name its result with pipe.output(...) or remove it",
+                                    "name its result with an entry under outputs: or remove it"))
     return needed
 
 

@@ -10,15 +10,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import curate as cu
-from curate.errors import PlanError
-from curate.io.rows import name_problem, suggest_name
-from curate.recipe_format import (CHECKS, OP_KEYS, OPS, POOL_CALL_KEYS, POOL_KEYS, RUN_KEYS, STAGE_KEYS,
-                           TOP_KEYS, find_loops, hint_known, import_path)
-
-# The compiler's hints speak Python; a recipe author fixes the same things in YAML.
-COMPILER_WORDING = (("pipe.output(name, port)", "outputs: {name: step_id}"),
-                    ("pipe.output(...)", "an entry under outputs:"),
-                    ("a port that comes from .expand(...)", "a step that comes from an expand step"))
+from curate.errors import PlanError, Problem
+from curate.names import name_problem, suggest_name
+from curate.recipe.format import (
+    CHECKS,
+    OP_KEYS,
+    OPS,
+    POOL_CALL_KEYS,
+    POOL_KEYS,
+    RUN_KEYS,
+    STAGE_KEYS,
+    TOP_KEYS,
+    find_loops,
+    hint_known,
+    import_path,
+)
 
 
 @dataclass
@@ -379,6 +385,6 @@ class _Checker:
             for p in exc.problems:
                 if p.split(": ", 1)[0] in self.tainted:
                     continue  # a consequence of a stand-in domain, whose cause is reported
-                for python, yaml_words in COMPILER_WORDING:
-                    p = p.replace(python, yaml_words)
+                if isinstance(p, Problem):  # the compiler's fix in recipe terms, where it differs
+                    p = p.for_recipe()
                 self.problems.append(p if p.startswith(self.lines.file + ":") else f"{self.lines.at(())}: {p}")

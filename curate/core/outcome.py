@@ -1,9 +1,11 @@
-"""What a stage may return for an item, and what a run gives back per item."""
+"""Outcomes, in one home: what a stage may return for an item (GroupFailure, ItemFailure), the
+integer codes the scheduler stores per cell and a worker reports per item (BatchReport), and
+what a run gives back per item (Item, Issue)."""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from curate.errors import Cause, EngineError
@@ -22,6 +24,20 @@ class Status(enum.IntEnum):
 
 
 PENDING = 0  # not terminal yet: the code stored before a grain commits
+PRESENT, DROPPED, FAILED, SUPPRESSED = (int(s) for s in Status)
+GROUP = 5  # reported only: FAILED, and its not-yet-run siblings are SUPPRESSED
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """Outcome of one batch, as a worker reports it. `codes is None` means every item is
+    PRESENT (the common case); `nbytes` is the size of the values where the executor measured
+    it (Ray: their pickled size), for the admission's bytes budget."""
+
+    values: list  # per item: value (expand: list of children values); None if not PRESENT
+    codes: list[int] | None = None
+    causes: dict[int, object] = field(default_factory=dict)  # index -> Cause, or drop reason (str)
+    nbytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

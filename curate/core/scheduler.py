@@ -1,6 +1,6 @@
 """The pure runtime: admission, per-Call FIFO reservation across parents and windows, commit,
 group-failure barriers, retries with generations, poison isolation. How a settled cell flows
-on to its consumers (completion-driven reduce, zip, broadcast) is `curate.dataflow`. No Ray,
+on to its consumers (completion-driven reduce, zip, broadcast) is `curate.core.dataflow`. No Ray,
 no clock, no threads: executors call `admit`, `reserve`, `complete`, `fail` and `requeue`,
 and read `pop_finished`."""
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate import defaults
-from curate.batch import DROPPED, FAILED, GROUP, PRESENT, BatchReport
-from curate.dataflow import SUPPRESSED, Dataflow
+from curate.core.dataflow import Dataflow
+from curate.core.lineage import KEY_BITS, KEY_MASK, Window
+from curate.core.outcome import DROPPED, FAILED, GROUP, PRESENT, SUPPRESSED, BatchReport
+from curate.core.plan import Plan
 from curate.errors import Cause, CurateError, EngineError
-from curate.lineage import KEY_BITS, KEY_MASK, Window
-from curate.plan import Plan
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from curate.recipe_format import hint_known, known_keys
+from curate.recipe.format import hint_known, known_keys
 
 
 def override(root, text: str, spec: str, file: str, edits: list) -> list[str]:

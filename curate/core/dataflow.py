@@ -8,13 +8,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from curate.batch import FAILED, PRESENT
+from curate.core.lineage import KEY_BITS, Layout, Window
+from curate.core.outcome import FAILED, PENDING, PRESENT, SUPPRESSED
+from curate.core.plan import Plan
 from curate.errors import EngineError
-from curate.lineage import KEY_BITS, Layout, Window
-from curate.outcome import PENDING
-from curate.plan import Plan
-
-SUPPRESSED = 4
 
 
 @dataclass(slots=True)

@@ -1,0 +1,121 @@
+"""An output directory through its life: checked before a run (a directory, not mixed into
+without resume, same pipeline and code on resume), its Parquet sink during the run, its
+manifest when the run starts and ends, and what `curate inspect` and `curate report` read
+afterwards. Nothing else builds paths under `out/_curate/`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from curate.errors import CurateError, plain_text
+from curate.io import manifest
+from curate.io.commits import META, write_json_atomic
+from curate.io.parquet import ParquetSink, check_output_dir
+
+TOP_CAUSES = 10  # failure causes `inspect` lists, most frequent first
+
+
+class OutputDir:
+    """`out/`: outputs as `out/<name>/*.parquet`, bookkeeping under `out/_curate/`."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._man: dict | None = None
+        self._run: dict = {}
+
+    # ---- one run into the directory -------------------------------------------------------
+    def open_run(self, plan, run_id: str, *, resume: bool, allow_changed_code: bool, fingerprints: dict,
+                 recipe: str | None, sink_options: dict | None) -> ParquetSink:
+        """Check the directory for this run (raises, recording nothing, if it is refused) and
+        return the run's sink. Its committed roots are `sink.committed_keys`."""
+        check_output_dir(self.path, resume)
+        changed = manifest.check(self.path, plan, resume, fingerprints, allow_changed_code)
+        self._run = dict(plan=plan, run_id=run_id, resume=resume, fingerprints=fingerprints,
+                         changed=changed, recipe=recipe)
+        return ParquetSink(self.path, plan.output_options, run_id, **(sink_options or {}))
+
+    def run_started(self) -> None:
+        """The run's workers are up: record it in the manifest."""
+        r = self._run
+        self._man = manifest.start_run(self.path, r["run_id"], r["plan"], r["recipe"], r["resume"],
+                                       r["fingerprints"], r["changed"])
+
+    @property
+    def started(self) -> bool:
+        return self._man is not None
+
+    def run_finished(self, sink: ParquetSink, metrics, *, status: str, error: str | None,
+                     roots_done: int, roots_skipped: int) -> None:
+        """Record how a started run ended, with its metrics file."""
+        if self._man is None:
+            return
+        run_id = self._run["run_id"]
+        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.run_dir(run_id) / "metrics.json", metrics.to_dict())
+        manifest.finish_run(self.path, self._man, run_id, status=status, counts=sink.counts,
+                            totals=sink.total_counts(), roots_done=roots_done, roots_skipped=roots_skipped,
+                            error=plain_text(error) if error else None)
+
+    # ---- reading it back ------------------------------------------------------------------
+    def run_dir(self, run_id: str) -> Path:
+        return self.path / META / run_id
+
+    def manifest(self) -> dict:
+        man = manifest.load(self.path)
+        if man is None:
+            raise CurateError(f"{self.path} has no {META}/manifest.json: not a curate output directory")
+        return man
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Rows per output and status, from the commit log: right even after a kill."""
+        counts = {name: {} for name in self.manifest()["pipeline"]["outputs"]}
+        counts.update(manifest.committed_counts(self.path))
+        return counts
+
+    def not_present_roots(self, root_domain: str) -> int:
+        """Root-level rows that are FAILED or SUPPRESSED, over every run into the directory."""
+        man = self.manifest()
+        return sum(n for name, c in self.counts().items() if man["pipeline"]["outputs"].get(name) == root_domain
+                   for st, n in c.items() if st in ("failed", "suppressed"))
+
+    def top_causes(self, top: int = TOP_CAUSES) -> list[tuple[str, int, str]]:
+        """The most frequent failure causes, each with its count and an example row."""
+        from curate.io.read import read_table
+
+        found: dict[str, list] = {}
+        for name in self.manifest()["pipeline"]["outputs"]:
+            t = read_table(self.path, name)
+            if t.num_rows == 0:
+                continue
+            for r in t.select(["status", "cause", "root_key", "entity_id"]).to_pylist():
+                if r["status"] in ("failed", "suppressed") and r["cause"]:
+                    entry = found.setdefault(r["cause"], [0, f"{name} {r['entity_id']} (input {r['root_key']})"])
+                    entry[0] += 1
+        ranked = sorted(found.items(), key=lambda kv: -kv[1][0])[:top]
+        return [(cause, n, ex) for cause, (n, ex) in ranked]
+
+    def last_run(self) -> dict | None:
+        runs = self.manifest()["runs"]
+        return runs[-1] if runs else None
+
+    def metrics(self, run_id: str | None = None) -> tuple[str, dict]:
+        """The id and metrics of a run (default: the latest that recorded metrics)."""
+        runs = self.manifest()["runs"]
+        if not runs:
+            raise CurateError(f"{self.path} holds no curate run to report on")
+        if run_id is None:
+            run_id = next((r["run"] for r in reversed(runs) if "metrics" in r), runs[-1]["run"])
+        path = self.run_dir(run_id) / "metrics.json"
+        if not path.exists():
+            status = next((r["status"] for r in runs if r["run"] == run_id), "unknown")
+            raise CurateError(f"run {run_id} ({status}) saved no metrics; runs here: "
+                              + ", ".join(f"{r['run']} {r['status']}" for r in runs))
+        return run_id, json.loads(path.read_text())
+
+
+def new_run_id() -> str:
+    import uuid
+
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

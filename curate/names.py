@@ -1,0 +1,60 @@
+"""Plain names: what may name an output (a directory under the output directory), a payload
+column written as files, and a file extension; and the lineage columns every row carries.
+Declarations refuse other names at plan time; the writers check the resolved paths again."""
+
+from __future__ import annotations
+
+import re
+
+LINEAGE_COLUMNS = ("root_key", "entity_id", "parent_id", "ordinal", "lineage", "status", "cause_kind", "cause")
+FILES_DIR = "_files"  # payload files of an output: out/<name>/_files/<column>/<digest><ext>
+
+MAX_NAME = 100  # characters of an output name or a files column
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_.-]")
+_EXT_PART = re.compile(r"[A-Za-z0-9]{1,16}")
+MAX_EXT_PARTS = 4  # ".tar.gz" has 2
+
+
+def name_problem(name) -> str | None:
+    """Why `name` cannot name an output directory or a payload column, or None when it can:
+    one path component that starts with a letter or digit, then letters, digits, '_', '-',
+    '.', at most MAX_NAME characters. A leading '_' is curate's (`_curate/`, `_files/`), a
+    leading '.' a hidden file (and '.', '..' leave the directory)."""
+    if not isinstance(name, str):
+        return f"is not text (it is of type {type(name).__name__})"
+    if not name:
+        return "is empty"
+    for sep in ("/", "\\"):
+        if sep in name:
+            return f"has {sep!r}, a path separator: it must be one plain name, not a path"
+    if name[0] == "_":
+        return "starts with '_', which is reserved for curate's own files (out/_curate/, _files/)"
+    if name[0] == ".":
+        return "starts with '.', which makes a hidden file ('.' and '..' even leave the directory)"
+    if len(name) > MAX_NAME:
+        return f"is {len(name)} characters long; at most {MAX_NAME} are allowed"
+    bad = next((c for c in name if not _NAME_CHAR.fullmatch(c)), None)
+    if bad is not None or not _NAME.fullmatch(name):
+        return f"has the character {bad!r}; only letters, digits, '_', '-' and '.' are allowed"
+    return None
+
+
+def suggest_name(name, default: str) -> str:
+    """A plain name close to `name` (for the fix of a problem): a path's last part, with
+    other characters replaced by '_'; or `default`."""
+    last = next((p for p in reversed(re.split(r"[/\\]", str(name))) if p.strip("._-")), "")
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", last).strip("._-")[:MAX_NAME].rstrip("._-")
+    return text if text and name_problem(text) is None else default
+
+
+def plain_extension(ext) -> str | None:
+    """`ext` with a leading dot if it is a plain file extension ('.jpg', 'jpg', '.tar.gz':
+    dot-separated letters and digits, 1-16 per part, at most MAX_EXT_PARTS parts); else None."""
+    if not isinstance(ext, str):
+        return None
+    body = ext[1:] if ext.startswith(".") else ext
+    parts = body.split(".")
+    if not body or len(parts) > MAX_EXT_PARTS or not all(_EXT_PART.fullmatch(p) for p in parts):
+        return None
+    return "." + body
