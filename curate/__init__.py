@@ -19,12 +19,14 @@ from curate.errors import (
 from curate.io.rows import PayloadError
 from curate.metrics import RunMetrics
 from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
+from curate.resources import Resources
 from curate.run import RunResult, run
+from curate.session import Session
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Cause", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
-    "ItemFailure", "PayloadError", "Pipeline", "PlanError", "Pool", "Port", "RootKeyError", "RunMetrics", "RunResult", "Stage",
+    "ItemFailure", "PayloadError", "Pipeline", "PlanError", "Pool", "Port", "Resources", "RootKeyError", "RunMetrics", "RunResult", "Session", "Stage",
     "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "run", "stage", "zip",
 ]

@@ -25,9 +25,16 @@ def stage_fingerprints(plan) -> dict[str, str]:
     out = {}
     for c in plan.calls:
         pool = plan.pools[c.pool]
-        text = "\n".join((_code(pool.target), c.method, _stable(pool.init)))
+        text = "\n".join((code_text(pool.target), c.method, stable_text(pool.init)))
         out[c.name] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
     return out
+
+
+def warm_key(pool) -> str:
+    """A pool's identity for reuse between the runs of a session: its class (or function)
+    code, init and resources; equal keys may share warm workers."""
+    text = "\n".join((code_text(pool.target), stable_text(pool.init), pool.resources.signature()))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
 
 
 def changed(before: dict[str, str], now: dict[str, str]) -> list[str]:
@@ -35,18 +42,18 @@ def changed(before: dict[str, str], now: dict[str, str]) -> list[str]:
     return sorted(name for name in now if name in before and before[name] != now[name])
 
 
-def _code(obj: Any) -> str:
+def code_text(obj: Any) -> str:
     if isinstance(obj, functools.partial):
-        return f"partial({_code(obj.func)}, {_stable(obj.args)}, {_stable(obj.keywords)})"
+        return f"partial({code_text(obj.func)}, {stable_text(obj.args)}, {stable_text(obj.keywords)})"
     if inspect.isclass(obj) or inspect.isfunction(obj) or inspect.ismethod(obj):
         try:
             return inspect.getsource(obj)
         except (OSError, TypeError):  # defined in a REPL or built at run time: use its code
             code = getattr(getattr(obj, "__func__", obj), "__code__", None)
-            return _bytecode(code) if code is not None else _stable(obj)
+            return _bytecode(code) if code is not None else stable_text(obj)
     if callable(obj) and not inspect.isbuiltin(obj):  # a callable object: its class and state
-        return _code(type(obj)) + _stable(getattr(obj, "__dict__", None))
-    return _stable(obj)
+        return code_text(type(obj)) + stable_text(getattr(obj, "__dict__", None))
+    return stable_text(obj)
 
 
 def _bytecode(code) -> str:
@@ -54,16 +61,16 @@ def _bytecode(code) -> str:
     return f"{code.co_code.hex()}|{consts}|{code.co_names}"
 
 
-def _stable(v: Any) -> str:
+def stable_text(v: Any) -> str:
     """A repr that is the same in every run for the same value."""
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{_stable(k)}: {_stable(x)}" for k, x in sorted(v.items(), key=lambda kv: repr(kv[0]))) + "}"
+        return "{" + ", ".join(f"{stable_text(k)}: {stable_text(x)}" for k, x in sorted(v.items(), key=lambda kv: repr(kv[0]))) + "}"
     if isinstance(v, (list, tuple)):
-        return type(v).__name__ + "[" + ", ".join(_stable(x) for x in v) + "]"
+        return type(v).__name__ + "[" + ", ".join(stable_text(x) for x in v) + "]"
     if isinstance(v, (set, frozenset)):
-        return "set[" + ", ".join(sorted(_stable(x) for x in v)) + "]"
+        return "set[" + ", ".join(sorted(stable_text(x) for x in v)) + "]"
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return type(v).__qualname__ + _stable({f.name: getattr(v, f.name) for f in dataclasses.fields(v)})
+        return type(v).__qualname__ + stable_text({f.name: getattr(v, f.name) for f in dataclasses.fields(v)})
     if inspect.isclass(v) or inspect.isfunction(v):
         return f"{v.__module__}.{v.__qualname__}"
     return _ADDRESS.sub("", repr(v))

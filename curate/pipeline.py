@@ -18,6 +18,7 @@ from curate.names import (
     plain_extension,
     suggest_name,
 )
+from curate.resources import Resources
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,23 +51,23 @@ class Domain:
         return f"Domain({self.path!r})"
 
 
-@dataclass(eq=False)
 class Pool:
     """One physical worker pool that several Calls share: the class is built once per worker,
-    each Call (`pool.stage("method")`) keeps its own queue, batch size and retries."""
+    each Call (`pool.stage("method")`) keeps its own queue, batch size, retries and time limit.
 
-    cls: Any
-    init: dict = field(default_factory=dict)
-    replicas: int = defaults.DEFAULT_REPLICAS
-    num_cpus: float = defaults.DEFAULT_NUM_CPUS
-    num_gpus: float = 0
-    resources: dict = field(default_factory=dict)
-    runtime_env: dict | None = None
-    name: str | None = None
-    where: str = ""
+    `replicas` workers (default: one per GPU the cluster has for a GPU pool, else 1), each
+    holding `resources` (a `cu.Resources`, or its fields as keywords: `num_gpus=1`,
+    `memory=8e9`, ...; a dict is taken as Ray's custom resources)."""
 
-    def __post_init__(self):
-        self.where = self.where or _caller(skip=2)
+    def __init__(self, cls: Any, init: dict | None = None, replicas: int | None = None, *,
+                 name: str | None = None, resources: Resources | dict | None = None, where: str = "",
+                 **resource_options):
+        self.cls = cls
+        self.init = dict(init or {}) if isinstance(init, dict) or init is None else init
+        self.replicas = replicas
+        self.name = name
+        self.resources = Resources.of(resources, **resource_options)
+        self.where = where or _caller()
 
     def stage(self, method: str = "__call__", *, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
               retries: int = defaults.DEFAULT_RETRIES, timeout_s: float | None = None,
@@ -74,6 +75,9 @@ class Pool:
         """A Call on this pool that invokes `method(batch)` on the shared worker object."""
         return Stage(self.cls, init=self.init, batch_size=batch_size, retries=retries, timeout_s=timeout_s,
                      name=name, pool=self, method=method, where=_caller())
+
+    def __repr__(self) -> str:
+        return f"Pool({getattr(self.cls, '__name__', self.cls)!r}, replicas={self.replicas}, {self.resources})"
 
 
 @dataclass(eq=False)
@@ -83,12 +87,9 @@ class Stage:
     fn: Any
     init: dict = field(default_factory=dict)
     batch_size: int = defaults.DEFAULT_BATCH_SIZE
-    replicas: int = defaults.DEFAULT_REPLICAS
-    num_cpus: float = defaults.DEFAULT_NUM_CPUS
-    num_gpus: float = 0
+    replicas: int | None = None  # None: one per GPU for a GPU stage, else DEFAULT_REPLICAS
     retries: int = defaults.DEFAULT_RETRIES
-    resources: dict = field(default_factory=dict)
-    runtime_env: dict | None = None
+    resources: Resources = field(default_factory=Resources)
     name: str | None = None
     pool: Pool | None = None
     timeout_s: float | None = None  # an attempt on one batch past this is failed and its worker replaced
@@ -104,15 +105,19 @@ class Stage:
 
 
 def stage(fn_or_class: Any, *, init: dict | None = None, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
-          replicas: int = defaults.DEFAULT_REPLICAS, num_cpus: float = defaults.DEFAULT_NUM_CPUS,
-          num_gpus: float = 0, retries: int = defaults.DEFAULT_RETRIES, resources: dict | None = None,
-          runtime_env: dict | None = None, name: str | None = None, timeout_s: float | None = None) -> Stage:
+          replicas: int | None = None, retries: int = defaults.DEFAULT_RETRIES, name: str | None = None,
+          timeout_s: float | None = None, resources: Resources | dict | None = None,
+          **resource_options) -> Stage:
     """Configure a batched stage: `fn(batch: list) -> list`, or a class built once per worker
     with `cls(**init)` whose `__call__(batch)` does the same. `timeout_s` limits one attempt
-    on one batch: past it the attempt fails (retried, then FAILED with cause kind `timeout`)."""
-    return Stage(fn_or_class, init=dict(init or {}), batch_size=batch_size, replicas=replicas,
-                 num_cpus=num_cpus, num_gpus=num_gpus, retries=retries, resources=dict(resources or {}),
-                 runtime_env=runtime_env, name=name, where=_caller(), timeout_s=timeout_s)
+    on one batch: past it the attempt fails (retried, then FAILED with cause kind `timeout`).
+    Each of its `replicas` workers holds `resources`: a `cu.Resources`, or its fields as
+    keywords (`num_cpus=0.25` (the default), `num_gpus=1`, `memory=`, `accelerator_type=`,
+    `runtime_env=`; `resources={"accel": 1}` is Ray's custom resources)."""
+    return Stage(fn_or_class, init=dict(init or {}) if isinstance(init, dict) or init is None else init,
+                 batch_size=batch_size, replicas=replicas, retries=retries,
+                 resources=Resources.of(resources, **resource_options), name=name, where=_caller(),
+                 timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ class RunResult:
 
 def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAULT_EXECUTOR,
         input_batch_size: int = defaults.DEFAULT_INPUT_BATCH_SIZE,
-        inflight: int = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
+        inflight: int | None = None, key: Callable[[Any], str] | None = None,
         output_dir: str | PathLike | None = None, resume: bool = False, allow_changed_code: bool = False,
         progress: bool | None = None, recipe: str | None = None, sink_options: dict | None = None,
         **executor_options) -> RunResult:

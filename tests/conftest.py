@@ -22,7 +22,7 @@ def ray_cluster():
     # 4 logical CPUs on a 2-core machine: pools ask for fractions, and a test's actors may still
     # be shutting down when the next test asks for its own.
     if not ray.is_initialized():
-        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
 

@@ -274,7 +274,7 @@ def test_bare_function_is_wrapped_with_default_stage_settings():
     assert call.retries == defaults.DEFAULT_RETRIES
     assert pool.target is double and not pool.is_class and pool.init == {}
     assert pool.replicas == defaults.DEFAULT_REPLICAS
-    assert pool.num_cpus == defaults.DEFAULT_NUM_CPUS and pool.num_gpus == 0
+    assert pool.resources == cu.Resources() and pool.resources.num_cpus == defaults.DEFAULT_NUM_CPUS
     assert pool.calls == [call.id]
     assert cu.run(pipe, [1, 2, 3], executor="local").values("out") == [2, 4, 6]
 
@@ -451,7 +451,7 @@ def test_pool_shared_by_two_calls_is_one_pool_spec():
     assert len(model_pools) == 1
     (mp,) = model_pools
     assert mp.calls == [by_name["Model.embed"].id, by_name["Model.caption"].id]
-    assert (mp.name, mp.init, mp.replicas, mp.num_gpus, mp.is_class) == ("Model", {"scale": 3}, 2, 0.5, True)
+    assert (mp.name, mp.init, mp.replicas, mp.resources.num_gpus, mp.is_class) == ("Model", {"scale": 3}, 2, 0.5, True)
     emb, cap = by_name["Model.embed"], by_name["Model.caption"]
     assert (emb.method, emb.batch_size, emb.retries) == ("embed", 8, defaults.DEFAULT_RETRIES)
     assert (cap.method, cap.batch_size, cap.retries) == ("caption", defaults.DEFAULT_BATCH_SIZE, 0)
@@ -475,3 +475,15 @@ def test_duplicate_call_names_get_numbered_suffixes():
     plan = cu.compile_plan(pipe)
     assert [c.name for c in plan.calls] == ["double", "double#2", "double#3"]
     assert len({c.name for c in plan.calls}) == len(plan.calls)
+
+
+def test_a_pool_class_without_the_method_a_call_names_is_refused():
+    class Stack:
+        def layout(self, xs):
+            return xs
+
+    pool = cu.Pool(Stack)
+    pipe = cu.Pipeline(Doc)
+    pipe.output("a", pipe.source.map(pool.stage("layout")))
+    pipe.output("b", pipe.source.map(pool.stage()))  # __call__: not defined by Stack
+    assert "class Stack has no method '__call__'" in the_problem(pipe)

@@ -8,9 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from curate import defaults
 from curate.errors import PlanError, Problem
 from curate.pipeline import Pipeline, Pool, Stage
 from curate.pipeline import stage as make_stage
+from curate.resources import Resources
 
 CALL_KINDS = ("map", "filter", "expand", "reduce")
 ON_CHILD_FAILURE = ("suppress", "drop")
@@ -57,11 +59,8 @@ class PoolSpec:
     name: str
     target: Any  # function, or class built with init
     init: dict
-    replicas: int
-    num_cpus: float
-    num_gpus: float
-    resources: dict
-    runtime_env: dict | None
+    replicas: int | None  # None: executors choose (one per GPU for a GPU pool, else 1)
+    resources: Resources
     calls: list[int] = field(default_factory=list)
 
     @property
@@ -152,7 +151,8 @@ def _stage_problems(st: Stage) -> list[str]:
     out = []
     target = st.fn
     if isinstance(target, type):
-        if not callable(getattr(target, st.method, None)):
+        # on the class or its bases, not its metaclass (every class has type.__call__)
+        if not any(callable(vars(k).get(st.method)) for k in target.__mro__):
             out.append(f"class {target.__name__} has no method {st.method!r}; define it as "
                        f"`def {st.method}(self, batch: list) -> list`")
     elif not callable(target):
@@ -172,12 +172,11 @@ def _stage_problems(st: Stage) -> list[str]:
 
 def _pool_problems(src: Pool | Stage) -> list[str]:
     """Settings of the physical workers: on the Pool, or on a Stage that is its own pool."""
-    out = _number_problems(src, (("replicas", 1),))
-    for field_name in ("num_cpus", "num_gpus"):
-        v = getattr(src, field_name)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-            out.append(f"{field_name}={v!r}; it must be a number >= 0 (fractions are fine)")
-    return out
+    out = [] if src.replicas is None else _number_problems(src, (("replicas", 1),))
+    res = src.resources
+    if not isinstance(res, Resources):
+        return out + [f"resources={res!r}; pass a cu.Resources or its fields as keywords (num_cpus=..., num_gpus=...)"]
+    return out + res.problems()
 
 
 def _number_problems(src, fields) -> list[str]:
@@ -328,8 +327,10 @@ def _lower_calls(pipe: Pipeline, stages: dict[int, Stage], nodes: list[PlanNode]
             pool_of[id(owner)] = len(pools)
             label = owner.name or getattr(owner.cls if isinstance(owner, Pool) else owner.fn, "__name__", "pool")
             label = _unique(label, names)
-            pools.append(PoolSpec(len(pools), label, st.fn, dict(st.init), owner.replicas, owner.num_cpus,
-                                  owner.num_gpus, dict(owner.resources), owner.runtime_env))
+            replicas = owner.replicas
+            if replicas is None and not owner.resources.uses_gpu:
+                replicas = defaults.DEFAULT_REPLICAS  # a GPU pool's count waits for the cluster's GPUs
+            pools.append(PoolSpec(len(pools), label, st.fn, dict(st.init), replicas, owner.resources))
         pool = pool_of[id(owner)]
         name = _unique(st.label, call_names)
         n.call = len(calls)

@@ -15,6 +15,7 @@ import time
 from curate.batch import run_batch
 from curate.errors import Cause
 from curate.executors import PoolReport, WorkerStats, timeout_cause
+from curate.fingerprint import warm_key
 
 
 class _Worker(threading.Thread):
@@ -54,23 +55,57 @@ class _Worker(threading.Thread):
 
 
 class LocalExecutor:
-    """Threads in this process: `replicas` workers per pool."""
+    """Threads in this process: `replicas` workers per pool (resource requests are not
+    enforced). With `keep_warm` (a `cu.Session`), the threads of a run that ended cleanly, and
+    the objects they built, serve the next run of a pool with the same class and init."""
 
-    def __init__(self):
+    def __init__(self, keep_warm: bool = False):
+        self.keep_warm = keep_warm
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._workers: list[list[_Worker]] = []
         self._retired: list[list[_Worker]] = []
+        self._warm: dict[str, list[_Worker]] = {}
+
+    def close(self) -> None:
+        """Stop every thread kept warm (a session's end)."""
+        for ws in self._warm.values():
+            for w in ws:
+                w.inbox.put(None)
+        self._warm = {}
+
+    def _take(self, plan) -> list[list[_Worker]]:
+        """Each pool's workers: warm ones of the same class and init first, new ones for the rest."""
+        warm, self._warm = self._warm, {}
+        out = []
+        for p in plan.pools:
+            ws = warm.pop(warm_key(p), [])
+            n = p.replicas or 1
+            for w in ws[n:]:
+                w.inbox.put(None)
+            ws = ws[:n]
+            for w in ws:
+                w.pool, w.plan, w.stats = p, plan, WorkerStats()
+            fresh = [_Worker(p, plan, self._outbox, i) for i in range(len(ws), n)]
+            for w in fresh:
+                w.start()
+            out.append(ws + fresh)
+        for ws in warm.values():  # pools this run does not use
+            for w in ws:
+                w.inbox.put(None)
+        return out
 
     def execute(self, driver) -> list[PoolReport]:
         plan = driver.plan
-        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers = [[_Worker(p, plan, self._outbox, i) for i in range(p.replicas)] for p in plan.pools]
+        self._workers = self._take(plan)
         self._retired = [[] for _ in plan.pools]
         idle = [list(ws) for ws in self._workers]
-        for ws in self._workers:
-            for w in ws:
-                w.start()
+        replicas = getattr(driver.sched, "replicas", None)  # what admission plans with
+        for p, ws in zip(plan.pools, self._workers):
+            if replicas is not None:
+                replicas[p.id] = len(ws)
         driver.started_workers()
         self._busy = 0
+        clean = False
         try:
             while True:
                 driver.step()
@@ -80,10 +115,15 @@ class LocalExecutor:
                         break
                     continue
                 self._wait(driver, idle)
+            clean = True
         finally:
-            for ws in self._workers:
-                for w in ws:
-                    w.inbox.put(None)
+            if self.keep_warm and clean:
+                for p, ws in zip(plan.pools, self._workers):
+                    self._warm.setdefault(warm_key(p), []).extend(ws)
+            else:
+                for ws in self._workers:
+                    for w in ws:
+                        w.inbox.put(None)
         return [PoolReport(p.name, list(p.calls), [w.stats for w in ws + old])
                 for p, ws, old in zip(plan.pools, self._workers, self._retired)]
 

@@ -38,7 +38,7 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
         return False
     opts = dict(RAY_INIT_DEFAULTS, **(ray_init or {}))
     address = address or os.environ.get("RAY_ADDRESS")
-    if address:
+    if address and address != "local":
         opts.pop("include_dashboard", None)
         try:
             ray.init(address=address, **opts)
@@ -51,7 +51,9 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
         env = dict(opts.pop("runtime_env", None) or {})
         env_vars = dict(env.get("env_vars", {}))
         env_vars.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
-        ray.init(runtime_env=dict(env, env_vars=env_vars), **opts)
+        # "local": a private Ray for this process, never a cluster some earlier `ray start`
+        # recorded on the machine (join one with address="auto" or HOST:PORT).
+        ray.init(address="local", runtime_env=dict(env, env_vars=env_vars), **opts)
     return True
 
 
@@ -115,6 +117,10 @@ def _fix(resource: str, have: float, per_worker: bool) -> str:
                     "or connect to a cluster with GPUs with address=...")
         return ("lower num_gpus (fractions such as num_gpus=0.5 share a GPU)" + ("" if per_worker else " or replicas")
                 + ", or connect to a cluster with more GPUs")
+    if resource.startswith("accelerator_type:"):
+        kind = resource.partition(":")[2]
+        return (f"no node has a {kind} accelerator: set accelerator_type to one the cluster has (or None), "
+                "or connect to a cluster with that accelerator")
     if resource == "memory":
         return "lower memory= (bytes per worker)" + ("" if per_worker else " or replicas")
     if have == 0:

@@ -14,25 +14,36 @@ import ray
 from ray import cloudpickle
 
 from curate.batch import run_batch
-from curate.core.outcome import FAILED, PRESENT
+from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, EngineError
 
 
-class _Discard:
-    """A file that keeps nothing: pickling into it checks a value without holding its bytes."""
+class _Counter:
+    """A file that keeps nothing and counts what is written: pickling into it checks a value
+    and measures it without holding its bytes."""
 
-    @staticmethod
-    def write(b) -> int:
+    def __init__(self):
+        self.n = 0
+
+    def write(self, b) -> int:
+        self.n += len(b)
         return len(b)
+
+
+def pickled_size(value) -> int | str:
+    """The size of `value` pickled (as Ray would send it), or why it does not pickle."""
+    sink = _Counter()
+    try:
+        cloudpickle.CloudPickler(sink, protocol=5).dump(value)
+    except Exception as exc:  # noqa: BLE001 - any failure means the value cannot travel
+        return f"{type(exc).__name__}: {exc}"
+    return sink.n
 
 
 def unpicklable(value) -> str | None:
     """None if `value` pickles (as Ray would send it), else why not."""
-    try:
-        cloudpickle.CloudPickler(_Discard(), protocol=5).dump(value)
-    except Exception as exc:  # noqa: BLE001 - any failure means the value cannot travel
-        return f"{type(exc).__name__}: {exc}"
-    return None
+    size = pickled_size(value)
+    return size if isinstance(size, str) else None
 
 
 class Ref:
@@ -75,13 +86,25 @@ def resolve(x, payloads):
     raise EngineError(f"cannot resolve a {t.__name__} value reference")
 
 
+UNBOUND = "unbound"  # a batch's report from an actor that does not know the run: requeue and rebind
+
+
 class PoolWorker:
     """One actor of a pool. A class target is built once, on the first batch, so a model loads
-    once per actor and a failing constructor fails batches (with its cause) instead of the actor."""
+    once per actor (and once per session when a session keeps the actor warm), and a failing
+    constructor fails batches (with its cause) instead of the actor. `bind` tells it, at the
+    start of each run, which Calls it serves; an actor Ray restarted after a death has
+    forgotten it, and answers UNBOUND until it is told again."""
 
-    def __init__(self, target, init: dict, calls: dict[int, tuple[str, str, object]]):
-        self._target, self._init, self._calls = target, init, calls  # call -> (kind, name, fn or method)
+    def __init__(self, target, init: dict):
+        self._target, self._init = target, init
+        self._run = None  # the run whose Calls it serves
+        self._calls: dict[int, tuple[str, str, object]] = {}  # call -> (kind, name, fn or method)
         self._obj = None
+
+    def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> bool:
+        self._run, self._calls = run, calls
+        return True
 
     def _fn(self, call: int):
         kind, name, what = self._calls[call]
@@ -92,9 +115,12 @@ class PoolWorker:
         return getattr(self._obj, what)
 
     @ray.method(num_returns=2)
-    def run(self, call: int, batches: list[list], *payloads):
+    def run(self, run: str, call: int, batches: list[list], *payloads):
         """Run each batch of one Call; returns (metadata, payload): per batch either
-        ("ok", codes, causes, child counts, start, seconds) or ("err", Cause, start, seconds)."""
+        ("ok", codes, causes, child counts, value bytes, start, seconds) or ("err", Cause, start,
+        seconds). Values that cannot be pickled FAIL their items here, before Ray sends them."""
+        if run != self._run:  # restarted since bind: nothing ran, the batches go back unharmed
+            return [(UNBOUND,)] * len(batches), [None] * len(batches)
         kind, name, _ = self._calls[call]
         metas, outs = [], []
         for inputs in batches:
@@ -109,24 +135,25 @@ class PoolWorker:
             if kind == "expand":
                 codes = rep.codes
                 counts = [len(v) if (codes is None or codes[i] == PRESENT) else 0 for i, v in enumerate(rep.values)]
-            metas.append(("ok", rep.codes, rep.causes, counts, wall, time.perf_counter() - t0))
-            outs.append(None if kind == "filter" else rep.values)
-        if unpicklable(outs) is not None:  # rare: find the items whose values cannot travel
-            for b, out in enumerate(outs):
-                if out is not None and unpicklable(out) is not None:
-                    metas[b] = _fail_unpicklable(metas[b], out, kind, name)
+            out = None if kind == "filter" else rep.values
+            size = 0 if out is None else pickled_size(out)
+            if isinstance(size, str):  # rare: fail the items whose values cannot travel
+                rep = _fail_unpicklable(rep, counts, kind, name)
+                size = pickled_size(out)
+            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0))
+            outs.append(out)
         return metas, outs
 
     def ping(self) -> bool:
         return True
 
 
-def _fail_unpicklable(meta: tuple, out: list, kind: str, name: str) -> tuple:
+def _fail_unpicklable(rep: BatchReport, counts: list | None, kind: str, name: str) -> BatchReport:
     """FAIL each item of one batch whose value cannot be pickled (its value becomes None, so the
     rest of the batch travels); its batch-mates are left alone."""
-    _, codes, causes, counts, wall, seconds = meta
-    codes = list(codes) if codes is not None else [PRESENT] * len(out)
-    causes = dict(causes)
+    out = rep.values
+    codes = list(rep.codes) if rep.codes is not None else [PRESENT] * len(out)
+    causes = dict(rep.causes)
     for i, v in enumerate(out):
         why = unpicklable(v) if codes[i] == PRESENT else None
         if why is None:
@@ -138,7 +165,7 @@ def _fail_unpicklable(meta: tuple, out: list, kind: str, name: str) -> tuple:
             "arrays) and keep locks, files, generators and clients inside the stage", name, "PicklingError"), None
         if counts is not None:
             counts[i] = 0
-    return ("ok", codes, causes, counts, wall, seconds)
+    return BatchReport(out, codes, causes)
 
 
 def _culprit(children: list) -> str:
@@ -150,8 +177,13 @@ class Placed:
     node): each call fetches the values it names from the object store itself, so output
     bytes skip the driver."""
 
-    def __init__(self, factory, args: tuple):
+    def __init__(self):
+        self._obj = None
+
+    def build(self, factory, args: tuple) -> bool:
+        """A fresh object for a run (an actor kept by a session serves run after run)."""
         self._obj = factory(*args)
+        return True
 
     def call(self, values: list, args: tuple, *payloads):
         return self._obj(*args, values=[resolve(v, payloads) for v in values])

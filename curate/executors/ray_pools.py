@@ -1,0 +1,175 @@
+"""The Ray executor's worker pools: which actors a plan needs (`make_groups`), how many (one per
+GPU by default for a GPU pool), and starting them, or taking them over warm from an earlier run
+of the same session (`WarmPools`): a pool whose class, init and resources are unchanged keeps its
+actors, and so its loaded model."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import ray
+
+from curate import defaults
+from curate.errors import CurateError
+from curate.executors import WorkerStats
+from curate.executors.ray_cluster import Demand, check, node_resources
+from curate.executors.ray_worker import PoolWorker
+from curate.fingerprint import warm_key
+from curate.resources import Resources
+
+
+@dataclass
+class Group:
+    """One physical pool of actors and the Calls it serves."""
+
+    key: str  # same key: same class, init and resources, so warm actors can serve it
+    name: str
+    target: object  # the class, or None for function stages
+    init: dict
+    resources: Resources
+    replicas: int | None
+    pools: list[int] = field(default_factory=list)  # the plan's pools it serves
+    calls: list[int] = field(default_factory=list)  # downstream-first
+    fns: dict[int, tuple] = field(default_factory=dict)  # call -> (kind, name, fn or method)
+    actors: list = field(default_factory=list)
+    flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
+    since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
+    stats: list[WorkerStats] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({', '.join(f[1] for f in self.fns.values())})"
+
+
+def make_groups(driver) -> list[Group]:
+    """One group per class pool; function stages with one resource request share a group."""
+    plan, groups, shared = driver.plan, [], {}
+    for p in plan.pools:
+        if p.is_class:
+            key = "class:" + warm_key(p)
+            g = Group(key, p.name, p.target, dict(p.init), p.resources, p.replicas)
+            groups.append(g)
+        else:  # stateless functions with one resource request share light workers
+            key = "functions:" + _digest(p.resources.signature())
+            g = shared.get(key)
+            if g is None:
+                g = shared[key] = Group(key, "functions", None, {}, p.resources, p.replicas)
+                groups.append(g)
+            elif p.replicas is not None:
+                g.replicas = max(g.replicas or 0, p.replicas)
+        g.pools.append(p.id)
+        for c in p.calls:
+            spec = plan.calls[c]
+            g.calls.append(c)
+            g.fns[c] = (spec.kind, spec.name, spec.method if p.is_class else p.target)
+    for i, g in enumerate(groups):
+        g.calls = driver.downstream_first(g.calls)
+        if g.target is None and sum(1 for x in groups if x.target is None) > 1:
+            g.name = f"functions#{i}"
+    return groups
+
+
+def resolve_replicas(groups: list[Group], nodes: list[dict[str, float]]) -> None:
+    """Groups without a replica count get one: GPU groups share the GPUs left by the others
+    (one worker per `num_gpus` of them: one per GPU for num_gpus=1), the rest DEFAULT_REPLICAS."""
+    gpus = sum(n.get("GPU", 0.0) for n in nodes)
+    taken = sum(g.replicas * g.resources.num_gpus for g in groups if g.replicas is not None)
+    auto_gpu = [g for g in groups if g.replicas is None and g.resources.uses_gpu]
+    for g in groups:
+        if g.replicas is None and not g.resources.uses_gpu:
+            g.replicas = defaults.DEFAULT_REPLICAS
+    share = max(0.0, gpus - taken) / len(auto_gpu) if auto_gpu else 0.0
+    for g in auto_gpu:
+        g.replicas = max(1, math.floor(share / g.resources.num_gpus + 1e-9))
+
+
+class WarmPools:
+    """Actors by group key, kept between the runs of a session (or only for one run)."""
+
+    def __init__(self):
+        self.actors: dict[str, list] = {}
+
+    def start(self, groups: list[Group]) -> None:
+        """Check that every group fits on the cluster, then give each group its actors: warm
+        ones of the same key first, new ones for the rest. Warm actors no group uses are
+        released first, so their resources are free for the new ones."""
+        nodes = node_resources()
+        resolve_replicas(groups, nodes)
+        keys = {g.key for g in groups}
+        for key in [k for k in self.actors if k not in keys]:
+            self.release(key)
+        check([Demand(g.label, g.replicas, g.resources.demand()) for g in groups], nodes)
+        check_picklable(groups)
+        remote = ray.remote(PoolWorker)
+        for g in groups:
+            warm = self.actors.pop(g.key, [])
+            for a in warm[g.replicas:]:
+                ray.kill(a)
+            cls = remote.options(max_restarts=-1, max_task_retries=0, **g.resources.ray_options())
+            g.actors = warm[:g.replicas] + [cls.remote(g.target, g.init) for _ in range(g.replicas - len(warm))]
+            g.flight = [deque() for _ in range(g.replicas)]
+            g.since = [0.0] * g.replicas
+            g.stats = [WorkerStats() for _ in range(g.replicas)]
+
+    def bind(self, groups: list[Group], run: str) -> None:
+        """Tell every actor which Calls it serves in this run, and wait until all answered: an
+        actor that cannot even start (its stage does not unpickle on the worker, a runtime_env
+        fails) stops the run with the reason, since no item of its Calls could ever run."""
+        answers = {a.bind.remote(run, g.fns): g for g in groups for a in g.actors}
+        problems = {}
+        for ref, g in answers.items():
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                problems.setdefault(g.name, str(exc).strip().splitlines()[-1])
+        if problems:
+            for g in groups:
+                for a in g.actors:
+                    ray.kill(a)
+                g.actors = []
+            raise CurateError("workers could not start: " + "; ".join(f"pool {n}: {why}" for n, why in problems.items())
+                              + ". Stages must be importable on the workers: define them in an installed "
+                              "module or the driver script, or ship code with ray_init={'runtime_env': ...}")
+
+    def keep(self, groups: list[Group]) -> None:
+        """After a run that ended cleanly (no call in flight): its actors stay warm."""
+        for g in groups:
+            self.actors[g.key] = list(g.actors)
+
+    def release(self, key: str | None = None) -> None:
+        """Kill the warm actors of one key, or of every key."""
+        for k in [key] if key is not None else list(self.actors):
+            for a in self.actors.pop(k, []):
+                ray.kill(a)
+
+
+def kill(groups: list[Group]) -> None:
+    for g in groups:
+        for a in g.actors:
+            ray.kill(a)
+
+
+def check_picklable(groups: list[Group]) -> None:
+    """Stages travel to workers by pickle: name every one that cannot, before any actor starts."""
+    from ray import cloudpickle
+
+    problems = []
+    for g in groups:
+        parts = [(g.name, g.target), (f"{g.name} init", g.init)] if g.target is not None else []
+        parts += [(name, fn) for _, name, fn in g.fns.values() if g.target is None]
+        for name, obj in parts:
+            try:
+                cloudpickle.dumps(obj)
+            except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's to fix
+                problems.append(f"{name}: {type(exc).__name__}: {exc}")
+    if problems:
+        raise CurateError("stages must be picklable to run on Ray workers, and these are not: "
+                          + "; ".join(problems) + ". Define them at module level and create locks, "
+                          "clients and models inside the stage (a class builds them once per worker)")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]

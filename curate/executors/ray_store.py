@@ -1,0 +1,86 @@
+"""The Ray executor's value store (`curate.values.ValueStore`): values as references into Ray's
+object store. Inputs travel inline; outputs are fetched once per payload; a sink's writer can be
+placed in an actor on the driver's node that fetches payloads itself."""
+
+from __future__ import annotations
+
+import ray
+
+from curate.errors import Cause, CurateError
+from curate.executors.ray_worker import Inline, Placed, Ref, resolve, unpicklable
+
+
+class RayStore:
+    """Values as references into Ray's object store (see `curate.driver.ValueStore`)."""
+
+    def __init__(self):
+        self._placed: list = []
+
+    def wrap_inputs(self, values: list) -> tuple[list, dict[int, Cause]]:
+        out, failed = [], {}
+        for i, v in enumerate(values):
+            why = unpicklable(v)
+            if why is None:
+                out.append(Inline(v))
+            else:
+                out.append(None)
+                failed[i] = Cause("input", f"the input is a {type(v).__name__}, which cannot be pickled to "
+                                  f"travel to Ray workers ({why}); pass inputs that pickle (paths, text, "
+                                  "numbers, dicts of those) and open resources inside the stage",
+                                  "", "PicklingError")
+        return out, failed
+
+    def fetch(self, values: list) -> list:
+        """Output values: fetch each payload once, then pick the items."""
+        refs, pos = [], {}
+        wire = [_to_wire(v, refs, pos) for v in values]
+        payloads = ray.get(refs) if refs else []
+        return [resolve(w, payloads) for w in wire]
+
+    def place(self, factory, *args):
+        """`factory(*args)` in an actor on this node (same filesystem as the driver); the returned
+        callable ships value references, which the actor fetches itself. A store kept warm by
+        a session reuses its actor, building a fresh object in it for each run."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if self._placed:
+            actor = self._placed[0]
+            ray.get(actor.build.remote(factory, args))
+        else:
+            here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+            actor = ray.remote(Placed).options(num_cpus=0, scheduling_strategy=here).remote()
+            ray.get(actor.build.remote(factory, args))
+            self._placed.append(actor)
+
+        def call(values: list, *call_args):
+            refs, pos = [], {}
+            wire = [_to_wire(v, refs, pos) for v in values]
+            try:
+                return ray.get(actor.call.remote(wire, call_args, *refs))
+            except ray.exceptions.RayTaskError as exc:  # curate's own error in the actor: as is
+                if isinstance(exc.cause, CurateError):
+                    raise exc.cause from None
+                raise
+
+        return call
+
+    def close(self) -> None:
+        for a in self._placed:
+            ray.kill(a)
+        self._placed = []
+
+
+def _to_wire(x, refs: list, pos: dict):
+    """Replace each driver-side Ref's ObjectRef by its position among the call's arguments."""
+    t = type(x)
+    if t is Ref:
+        p = pos.get(x.src)
+        if p is None:
+            p = pos[x.src] = len(refs)
+            refs.append(x.src)
+        return Ref(p, x.b, x.i, x.c)
+    if t is tuple:
+        return tuple(_to_wire(y, refs, pos) for y in x)
+    if t is list:
+        return [_to_wire(y, refs, pos) for y in x]
+    return x

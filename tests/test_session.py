@@ -1,0 +1,107 @@
+"""Warm sessions: a pool whose class, init and resources are unchanged keeps its workers (and
+their loaded model) from run to run; a changed pool is rebuilt alone; workers are released when
+the session ends and on Ctrl-C. On both executors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+import curate as cu
+
+Doc = cu.Domain("doc")
+
+
+class Model:
+    """Counts its constructions in the recorder: one per worker that loaded it."""
+
+    def __init__(self, tag, recorder):
+        recorder.add(f"load {tag}", os.getpid())
+        self.tag = tag
+
+    def __call__(self, xs):
+        return [(self.tag, x, os.getpid(), threading.get_ident()) for x in xs]
+
+
+def pipeline(recorder, tag_a="a", tag_b="b"):
+    pipe = cu.Pipeline(Doc)
+    a = pipe.source.map(cu.stage(Model, init={"tag": tag_a, "recorder": recorder}, name="A", batch_size=4))
+    b = pipe.source.map(cu.stage(Model, init={"tag": tag_b, "recorder": recorder}, name="B", batch_size=4))
+    pipe.output("a", a)
+    pipe.output("b", b)
+    return pipe
+
+
+def workers(res, name):
+    return {(pid, tid) for _, _, pid, tid in res.values(name)}
+
+
+def test_a_second_run_reuses_the_loaded_workers(executor, recorder):
+    with cu.Session(executor=executor) as s:
+        first = s.run(pipeline(recorder), range(6))
+        second = s.run(pipeline(recorder), range(6, 12))
+    assert [v[1] for v in second.values("a")] == list(range(6, 12))
+    assert len(recorder.values("load a")) == 1 and len(recorder.values("load b")) == 1  # loaded once
+    assert workers(first, "a") == workers(second, "a")
+
+
+def test_a_changed_pool_is_rebuilt_alone(executor, recorder):
+    with cu.Session(executor=executor) as s:
+        first = s.run(pipeline(recorder), range(4))
+        second = s.run(pipeline(recorder, tag_b="b2"), range(4))
+    assert [v[0] for v in second.values("b")] == ["b2"] * 4
+    assert len(recorder.values("load a")) == 1  # unchanged: kept
+    assert len(recorder.values("load b")) == 1 and len(recorder.values("load b2")) == 1  # changed: rebuilt
+    assert workers(first, "a") == workers(second, "a")
+
+
+def test_one_shot_runs_do_not_keep_workers(executor, recorder):
+    cu.run(pipeline(recorder), range(3), executor=executor)
+    cu.run(pipeline(recorder), range(3), executor=executor)
+    assert len(recorder.values("load a")) == 2
+
+
+def _alive(actors) -> list[bool]:
+    import ray
+
+    out = []
+    for a in actors:
+        try:
+            ray.get(a.ping.remote(), timeout=30)
+            out.append(True)
+        except ray.exceptions.RayError:
+            out.append(False)
+    return out
+
+
+def test_closing_the_session_releases_its_actors(ray_recorder):
+    s = cu.Session(executor="ray")
+    s.run(pipeline(ray_recorder), range(3))
+    kept = [a for actors in s._executor.warm.actors.values() for a in actors]
+    assert kept and all(_alive(kept))
+    s.close()
+    assert not any(_alive(kept))
+    with pytest.raises(cu.CurateError, match="closed"):
+        s.run(pipeline(ray_recorder), range(3))
+
+
+def interrupt_driver(xs):
+    """Ctrl-C, as the user would press it, to the process running the session (the driver)."""
+    os.kill(int(os.environ["CURATE_TEST_DRIVER_PID"]), signal.SIGINT)
+    return xs
+
+
+def test_ctrl_c_during_a_run_releases_the_session(ray_recorder, monkeypatch):
+    monkeypatch.setenv("CURATE_TEST_DRIVER_PID", str(os.getpid()))
+    s = cu.Session(executor="ray")
+    s.run(pipeline(ray_recorder), range(3))
+    kept = [a for actors in s._executor.warm.actors.values() for a in actors]
+    pipe = cu.Pipeline(Doc)
+    pipe.output("x", pipe.source.map(cu.stage(interrupt_driver, runtime_env={"env_vars": {
+        "CURATE_TEST_DRIVER_PID": str(os.getpid())}})))
+    with pytest.raises(KeyboardInterrupt):
+        s.run(pipe, range(2))
+    assert s.closed and not any(_alive(kept))
