@@ -1,4 +1,7 @@
-"""`curate run | validate | inspect | report`.
+"""`curate run | validate | recipes | inspect | report`.
+
+RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
+CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
 
 Exit codes: 0 success; 1 error (invalid recipe, refused or crashed run); 2 bad command
 line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED);
@@ -42,9 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curate", description="Hierarchical data preparation: run recipes, "
                                 "inspect and report their output.")
     sub = p.add_subparsers(dest="command", required=True)
+    recipe_help = "a recipe file, or the name of a recipe (`curate recipes` lists them)"
     r = sub.add_parser("run", help="run a recipe into an output directory")
-    r.add_argument("recipe")
-    r.add_argument("--input", action="append", default=[], help="input path or glob (repeatable); replaces the recipe's input")
+    r.add_argument("recipe", help=recipe_help)
+    r.add_argument("--input", action="append", default=[],
+                   help="input path or glob (repeatable); replaces the recipe's input (needed if it has none)")
     r.add_argument("--output", help="output directory (default: the recipe's run.output_dir)")
     r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")
@@ -55,9 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="no progress display")
     r.set_defaults(func=cmd_run)
     v = sub.add_parser("validate", help="check a recipe and its pipeline without running anything")
-    v.add_argument("recipe")
+    v.add_argument("recipe", help=recipe_help)
     v.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
     v.set_defaults(func=cmd_validate)
+    ls = sub.add_parser("recipes", help="list the recipes runnable by name, with their descriptions")
+    ls.set_defaults(func=cmd_recipes)
     i = sub.add_parser("inspect", help="rows per output and status, top failure causes")
     i.add_argument("out")
     i.set_defaults(func=cmd_inspect)
@@ -68,19 +75,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(args):
-    from curate.recipe import load_recipe
+def _load(args, input_given: bool = False):
+    """The recipe a file path or a name means, and how it was found by name (None: a path)."""
+    from curate.recipe import bundled, load_recipe
 
-    return load_recipe(args.recipe, args.set)
+    path, found = bundled.resolve(args.recipe)
+    return load_recipe(path, args.set, input_optional=True, input_given=input_given), found
 
 
 def cmd_validate(args) -> int:
     from curate.core.plan import compile_plan
+    from curate.recipe import bundled
 
-    recipe = _load(args)
+    recipe, found = _load(args)
     plan = compile_plan(recipe.pipeline)
-    print(f"{args.recipe}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
+    where = f" ({found.path})" if found else ""
+    print(f"{args.recipe}{where}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
           f"{', '.join(plan.outputs)})")
+    needed = bundled.input_needed(recipe, found, args.recipe)
+    if needed:  # fine for a recipe meant for --input: a note, not an error
+        print(f"curate validate: note: {needed}", file=sys.stderr)
+        return EXIT_OK
     try:  # the data may not be there yet where the recipe is checked: a warning, not an error
         recipe.inputs()
     except CurateError as exc:
@@ -88,11 +103,25 @@ def cmd_validate(args) -> int:
     return EXIT_OK
 
 
+def cmd_recipes(args) -> int:
+    from curate.recipe import bundled
+
+    for d in bundled.missing_dirs():
+        print(f"curate recipes: warning: {d} (on {bundled.ENV_VAR}) is not a directory", file=sys.stderr)
+    for line in bundled.listing():
+        print(line)
+    return EXIT_OK
+
+
 def cmd_run(args) -> int:
     import curate as cu
     from curate.io import sources
+    from curate.recipe import bundled
 
-    recipe = _load(args)
+    recipe, found = _load(args, input_given=bool(args.input))
+    needed = None if args.input else bundled.input_needed(recipe, found, args.recipe)
+    if needed:
+        raise CurateError(needed)
     opts = dict(recipe.run_options)
     out = args.output or opts.pop("output_dir", None)
     opts.pop("output_dir", None)

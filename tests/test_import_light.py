@@ -1,18 +1,22 @@
 """`import curate` stays light: no Ray, torch, Arrow, media or model library loads until a stage
-needs it. Checked in a fresh interpreter, since this test process may already hold them."""
+needs it. Checked in a fresh interpreter, since this test process may already hold them. And
+models/ and modalities/ import only curate's public API, never Ray (read from their source)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 HEAVY = ("ray", "torch", "pyarrow", "pandas", "av", "decord", "fitz", "pymupdf", "vllm",
          "transformers", "mineru", "numpy", "scenedetect", "cv2")
 
-ENTRY_POINTS = ("curate", "curate.modalities", "curate.models", "curate.recipes")
+ENTRY_POINTS = ("curate", "curate.modalities", "curate.models", "curate.recipes", "curate.models.protocols",
+                "curate.models.dummy", "curate.recipe.bundled")
 
 # Only what the import itself added counts, so a site hook preloading something is not blamed on curate.
 PROBE = """
@@ -60,3 +64,121 @@ def test_all_entry_points_together_load_no_heavy_dependency():
 def test_heavy_matches_top_level_packages_only():
     found = _heavy(["numpy.linalg", "numpyro", "torch", "avocado", "av", "curate"])
     assert found == ["av", "numpy.linalg", "torch"]
+
+
+# ---- what models/ and modalities/ may import --------------------------------------------------
+# They build on curate's public API only, so the engine can change inside without breaking them,
+# and they never reach for Ray: recipes and examples do the wiring. Read from the source with
+# `ast`, so the check imports nothing (and sees imports inside functions too).
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = {"models": "curate.models", "modalities": "curate.modalities"}  # repo folder -> package
+PUBLIC = ("curate", "curate.deps", "curate.errors")
+LAYER_PACKAGES = tuple(LAYERS.values())  # models and modalities may use each other
+# Heavy at module level in a layer file, beyond HEAVY: model runtimes a backend loads in __init__.
+HEAVY_AT_IMPORT = HEAVY + ("PIL", "onnxruntime", "rapidocr", "rapidocr_onnxruntime", "paddleocr", "scipy",
+                           "timm", "tokenizers", "safetensors", "huggingface_hub")
+
+
+def _internal_names(curate_dir: Path) -> set[str]:
+    """curate's own submodules that a layer must not import (all but deps and errors), less the
+    public names of `curate.__all__` that shadow one (`from curate import run` is the function)."""
+    names = {p.stem for p in curate_dir.glob("*.py")} | {p.name for p in curate_dir.iterdir()
+                                                         if (p / "__init__.py").is_file()}
+    init = ast.parse((curate_dir / "__init__.py").read_text(encoding="utf-8"))
+    public = next((ast.literal_eval(n.value) for n in init.body if isinstance(n, ast.Assign)
+                   and any(getattr(t, "id", None) == "__all__" for t in n.targets)), [])
+    return names - {"__init__", "deps", "errors"} - set(public)
+
+
+def _package_of(path: Path, root: Path, package: str) -> str:
+    """The package a layer file belongs to (for relative imports): curate.models, curate.models.ocr, ..."""
+    parts = path.relative_to(root).parts[:-1]
+    return ".".join((package, *parts))
+
+
+def _imports(tree: ast.AST, package: str):
+    """(line, module, names imported from it, at module level?) of every import in `tree`."""
+    out = []
+
+    def visit(node, top: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            top = False
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:  # the TYPE_CHECKING branch never runs
+                visit(child, top)
+            return
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name, (), top) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([module] if module else []))
+            out.append((node.lineno, module, tuple(a.name for a in node.names), top))
+        for child in ast.iter_child_nodes(node):
+            visit(child, top)
+
+    visit(tree, True)
+    return out
+
+
+def import_problems(root: Path, package: str, curate_dir: Path = REPO / "curate") -> list[str]:
+    """Every import in the layer folder `root` (installed as `package`) that breaks the rules,
+    as `FILE:LINE: what; fix`, FILE relative to root's parent."""
+    internal, problems = _internal_names(curate_dir), []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, module, names, top in _imports(tree, _package_of(path, root, package)):
+            first = module.split(".")[0]
+            if first == "ray":
+                problems.append(f"{where}:{line}: imports {module}; {package} never imports ray: a recipe "
+                                "or an example wires stages, and the engine runs them on Ray")
+            elif first == "curate":
+                inside = module in PUBLIC or any(module == p or module.startswith(p + ".") for p in LAYER_PACKAGES)
+                bad = [] if inside else [module]
+                if module == "curate":
+                    bad = [f"curate.{n}" for n in names if n in internal]
+                for m in bad:
+                    problems.append(f"{where}:{line}: imports {m}, a curate internal; {package} uses only "
+                                    f"curate's public API ({', '.join(PUBLIC)}): take the name from `curate`, "
+                                    "or ask for it to be made public")
+            elif top and first in HEAVY_AT_IMPORT:
+                problems.append(f"{where}:{line}: imports {module} at module level; import it in __init__ (or "
+                                "the function that needs it) through curate.deps.require, so importing "
+                                f"{package} stays light")
+    return problems
+
+
+@pytest.mark.parametrize("folder", list(LAYERS))
+def test_models_and_modalities_import_only_the_public_api(folder):
+    problems = import_problems(REPO / folder, LAYERS[folder])
+    assert not problems, "\n".join(problems)
+
+
+def test_the_import_rule_names_each_offending_file_and_line(tmp_path):
+    layer = tmp_path / "models"
+    (layer / "ocr").mkdir(parents=True)
+    (layer / "__init__.py").write_text("from curate import ItemFailure, deps\nfrom . import ocr\n")
+    (layer / "ocr" / "__init__.py").write_text("")
+    (layer / "ocr" / "fast.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import numpy as np\n"                       # 2: heavy at module level
+        "from curate.core.outcome import Status\n"   # 3: internal
+        "from curate import run, core\n"             # 4: `core` is internal, `run` is public
+        "from ..protocols import Ocr\n"              # 5: curate.models.protocols: fine
+        "from ... import executors\n"                # 6: relative, resolves to curate.executors
+        "if TYPE_CHECKING:\n"
+        "    import torch\n"                         # 8: never runs: fine
+        "class Fast:\n"
+        "    def __init__(self):\n"
+        "        import torch, ray\n"                # 11: torch is fine here, ray never
+        "        from curate.errors import InputError\n")
+    problems = import_problems(layer, "curate.models")
+    assert [p.split(": ", 1)[0] for p in problems] == [
+        "models/ocr/fast.py:2", "models/ocr/fast.py:3", "models/ocr/fast.py:4", "models/ocr/fast.py:6",
+        "models/ocr/fast.py:11"], problems
+    assert "numpy at module level" in problems[0] and "curate.core.outcome, a curate internal" in problems[1]
+    assert "curate.core, a curate internal" in problems[2] and "curate.executors" in problems[3]
+    assert "imports ray" in problems[4]

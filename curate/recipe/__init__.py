@@ -5,6 +5,7 @@ builds the Pipeline with the public API and compiles it. Every problem, in the r
 by the compiler, comes back at once in one `RecipeError`, each as `FILE:LINE: what; how to fix`.
 
     name: books                                 # optional; default: the file's stem
+    description: Books into chapters and paragraphs, with word statistics   # optional, one line
     domains: {book: null, chapter: book, paragraph: chapter}   # child: parent (null = the root)
     pools:                                      # optional: worker pools that several steps share
       stats: {class: "books:WordStats", init: {stopwords: [a, the]}, replicas: 2,
@@ -36,6 +37,12 @@ Steps: `id` names a step (`source` is the input); `expand`, `map`, `filter` and 
 runtime_env, name, timeout_s; or `pool: NAME` with method, batch_size, retries, name, timeout_s. Import paths resolve
 at load time, with the recipe's directory and the working directory first on sys.path.
 
+`input:` may be left out when the input is given on the command line (`curate run RECIPE
+--input 'docs/*.pdf'`), which replaces the recipe's input (`load_recipe(..., input_given=True)`:
+the recipe's own input is then neither required nor checked; `input_optional=True`, what
+`curate validate` uses: checked if present). `description:` is the one line `curate recipes`
+lists.
+
 Input paths are relative to the recipe's directory (list-file entries: to the list file's).
 `Recipe.inputs()` yields absolute path strings; `Recipe.key` keys each by its path relative to
 the recipe plus a content hash (`curate.io.sources.path_key`). Parquet values that are not
@@ -48,6 +55,12 @@ sink_options.
 Overrides: `--set run.inflight=8`, `--set pools.stats.replicas=4`, `--set steps.6.map.batch_size=16`
 (or by step id: `steps.stats.map.batch_size=16`) set a YAML value at a dotted path. The path
 must exist, or end in a key the format allows there (`run.output_dir=out`); else it is an error.
+
+Recipes by name (`curate.recipe.bundled`): `curate run NAME` with a NAME that is not an existing
+file, has no path separator and no `.yaml` suffix runs `NAME.yaml` from the first directory on
+`CURATE_RECIPES_PATH` that has it, else the one shipped in the package `curate.recipes`. Such a
+recipe's stages import from installed packages (`curate.models.dummy:DummyOcr`,
+`curate.modalities...`), and it needs `--input` unless its own input is an absolute path.
 """
 
 from __future__ import annotations
@@ -59,7 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from curate.errors import PlanError
+from curate.errors import CurateError, PlanError
 from curate.io import sources
 
 
@@ -103,24 +116,33 @@ class Recipe:
     run_options: dict  # only the keys the recipe gives, for curate.run(**run_options)
     text: str  # the recipe source after overrides (what the manifest records)
     data: dict  # the parsed recipe, after overrides
-    input_spec: dict
+    input_spec: dict | None  # None: the recipe has no input: (it comes from the command line)
     base_dir: str  # the recipe's directory, absolute: relative paths start here
+    description: str = ""  # the recipe's one-line `description:`
 
     def inputs(self) -> Iterator[Any]:
         """A fresh iterator over the input values (file inputs: absolute path strings)."""
+        if self.input_spec is None:
+            raise CurateError(f"recipe {self.name!r} has no input: give it on the command line, "
+                              "--input PATH|GLOB (repeatable, e.g. --input 'data/*.pdf'), or add "
+                              f"input: {sources.SPEC_EXAMPLE} to {self.path}")
         return sources.open_spec(self.input_spec, self.base_dir)
 
     @property
     def key(self) -> Callable[[Any], str] | None:
         """Input -> stable root key (path relative to the recipe + content hash), or None when
         the inputs are not paths (then runs key roots by input index)."""
-        if sources.spec_yields_paths(self.input_spec):
+        if self.input_spec is not None and sources.spec_yields_paths(self.input_spec):
             return functools.partial(sources.path_key, base_dir=self.base_dir)
         return None
 
 
-def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> Recipe:
-    """Read, override, check and build a recipe; raise RecipeError listing every problem."""
+def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,
+                input_optional: bool = False, input_given: bool = False) -> Recipe:
+    """Read, override, check and build a recipe; raise RecipeError listing every problem.
+    `input_optional`: a recipe without `input:` is fine (its `input_spec` is None; the inputs
+    will come from elsewhere). `input_given`: the caller supplies the inputs (`--input`), so
+    `input:` is optional and, being replaced, not checked."""
     import yaml
 
     from curate.recipe.check import (
@@ -151,14 +173,16 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     _put_on_sys_path(base_dir, os.getcwd())
     checked = check(data, lines)
     problems += checked.problems
-    if "input" not in data:
-        problems.append(f"{lines.at(())}: no input; say what to read, e.g. input: {sources.SPEC_EXAMPLE}")
-    else:
+    if "input" not in data and not (input_optional or input_given):
+        problems.append(f"{lines.at(())}: no input; say what to read, e.g. input: {sources.SPEC_EXAMPLE}, "
+                        f"or give it when running: curate run {file} --input 'data/*.pdf'")
+    elif "input" in data and not input_given:
         problems += [f"{lines.at(('input', *p))}: {m}" for p, m in sources.check_spec(data["input"], base_dir)]
     if problems:
         raise RecipeError(sorted(problems, key=lambda p: _line_of(p, file)), str(path))
     return Recipe(str(data.get("name") or path.stem), path, checked.pipeline, checked.run_options,
-                  _patched(text, edits, data), data, data["input"], base_dir)
+                  _patched(text, edits, data), data, data.get("input"), base_dir,
+                  str(data.get("description") or "").strip())
 
 
 def _put_on_sys_path(*dirs: str) -> None:

@@ -8,16 +8,17 @@ import importlib
 from typing import Any
 
 from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
+from curate.resources import Resources
 
 # ---- the format: keys each mapping may hold, and what a good value is -------------------------
-TOP_KEYS = ("name", "domains", "pools", "steps", "outputs", "input", "run")
+TOP_KEYS = ("name", "description", "domains", "pools", "steps", "outputs", "input", "run")
 OPS = ("expand", "map", "filter", "reduce", "zip", "broadcast")
 OP_KEYS = {"expand": ("from", "into"), "map": ("from",), "filter": ("from",),
            "reduce": ("from", "on_child_failure"), "broadcast": ("from", "onto")}
-STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "num_cpus", "num_gpus", "retries", "resources",
-              "runtime_env", "name", "timeout_s")
+RESOURCE_KEYS = Resources.names()  # num_cpus, num_gpus, memory, resources, accelerator_type, runtime_env
+STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "retries", "name", "timeout_s", *RESOURCE_KEYS)
 POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name", "timeout_s")
-POOL_KEYS = ("class", "init", "replicas", "num_cpus", "num_gpus", "resources", "runtime_env")
+POOL_KEYS = ("class", "init", "replicas", *RESOURCE_KEYS)
 RUN_KEYS = ("executor", "input_batch_size", "inflight", "address", "ray_init", "pipeline_depth",
             "output_dir", "resume", "progress", "sink_options")
 
@@ -46,6 +47,9 @@ CHECKS = {
     "pipeline_depth": (_whole(1), "a whole number >= 1", "pipeline_depth: 2"),
     "num_cpus": (_amount, "a number >= 0", "num_cpus: 0.25"),
     "num_gpus": (_amount, "a number >= 0", "num_gpus: 1"),
+    "memory": (lambda v: v is None or (_amount(v) and v > 0), "a number of bytes > 0 or null", "memory: 8000000000"),
+    "accelerator_type": (lambda v: v is None or (isinstance(v, str) and v != ""), "a name or null",
+                         "accelerator_type: H100"),
     "timeout_s": (lambda v: v is None or (_amount(v) and v > 0), "a number of seconds > 0 or null", "timeout_s: 600"),
     "resources": (_resources, "a mapping of resource names to numbers >= 0", "resources: {accel: 1}"),
     "init": (*_DICT, "init: {model: path/to/weights}"),
@@ -53,6 +57,8 @@ CHECKS = {
     "sink_options": (*_DICT, "sink_options: {shard_rows: 100000}"),
     "runtime_env": (lambda v: v is None or isinstance(v, dict), "a mapping or null", "runtime_env: {pip: [x]}"),
     "name": (*_TEXT, "name: ocr"),
+    "description": (lambda v: isinstance(v, str) and v.strip() != "" and "\n" not in v.strip(), "one line of text",
+                    "description: PDF files to one Markdown document each"),
     "method": (*_TEXT, "method: layout"),
     "address": (*_TEXT, "address: 10.0.0.1:6379"),
     "output_dir": (*_TEXT, "output_dir: out/"),
