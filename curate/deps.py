@@ -6,7 +6,9 @@ import importlib
 
 from curate.errors import CurateError
 
-EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "pyyaml"}
+EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "pyyaml", "pymupdf": "pdf", "fitz": "pdf",
+          "rapidocr_onnxruntime": "pdf", "mineru": "mineru", "mineru_vl_utils": "mineru", "transformers": "vlm",
+          "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video"}
 
 
 def require(module: str, what: str):

@@ -1,0 +1,162 @@
+"""The PDF modality's domains and records: Document -> Page -> Region.
+
+Records are frozen and check themselves (STYLE 3); derive new ones with `dataclasses.replace`.
+They carry paths and numbers until the stage that needs pixels renders them (STYLE 17): a page
+knows its file and index and how to render itself, and its image travels only from the render
+stage to the model that reads it, already sized for that model. A page's number is its lineage
+ordinal (`Page.index` is the same number, kept because a worker needs it to open the page).
+
+Coordinates: `bbox` is (x0, y0, x1, y1) in PDF points on the unrotated page, origin top left
+(PyMuPDF's page.rect space); a rendered image of `scale` maps a point p to pixel p * scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import curate as cu
+
+Document = cu.Domain("document")
+Page = Document.child("page")
+Region = Page.child("region")
+
+# What a region is, whatever found it (the PDF's own structure, RapidOCR, or a layout model);
+# MinerU 2.5's block types map onto these (see models/mineru25.py).
+REGION_KINDS = ("text", "title", "list", "table", "figure", "caption", "formula", "code", "footnote",
+                "header", "footer", "page_number", "aside", "unknown")
+PARATEXT = frozenset({"header", "footer", "page_number", "aside"})  # dropped from Markdown by default
+
+# How a page's text was obtained, recorded in its row.
+ROUTES = ("text_layer", "ocr", "layout", "empty")
+
+DEFAULT_DPI = 200  # MinerU's default render resolution
+MAX_LONG_SIDE_PX = 3500  # MinerU's cap on a rendered page's long side: absurd page sizes stay bounded
+
+
+def render_scale(width_pt: float, height_pt: float, dpi: float = DEFAULT_DPI,
+                 max_long_side: int = MAX_LONG_SIDE_PX) -> float:
+    """Pixels per point for rendering a page: `dpi / 72`, lowered so the long side stays within
+    `max_long_side` pixels."""
+    scale = dpi / 72.0
+    long_side = max(width_pt, height_pt)
+    if long_side > 0 and long_side * scale > max_long_side:
+        scale = max_long_side / long_side
+    return scale
+
+
+@dataclass(frozen=True, slots=True)
+class PdfFile:
+    """One input document as opened: its path, page count and (if it was encrypted and a
+    password opened it) which password to use again on the workers."""
+
+    path: str
+    page_count: int
+    password: str | None = None
+    metadata: dict = field(default_factory=dict)  # title, author, producer... as PyMuPDF reads them
+
+    def __post_init__(self):
+        if self.page_count < 0:
+            raise ValueError(f"page_count={self.page_count} of {self.path}")
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord:
+    """One page: where it is, its geometry, its text layer and whether that is usable.
+
+    `text` is the page's text layer in reading order (PyMuPDF "text" extraction, possibly ""),
+    `text_chars` its length, `text_usable` the verdict of the garbage check (a scan has no text
+    layer; a broken font encoding gives text that is mostly replacement or private-use
+    characters): a page whose text layer is not usable is routed to OCR."""
+
+    path: str
+    index: int  # 0-based page index in the file: the page's lineage ordinal
+    width_pt: float
+    height_pt: float
+    rotation: int = 0  # /Rotate of the page: 0, 90, 180 or 270
+    scale: float = DEFAULT_DPI / 72.0  # render scale in pixels per point (see render_scale)
+    text: str = ""
+    text_chars: int = 0
+    text_usable: bool = False
+    text_reason: str = ""  # why the text layer is (not) usable: "ok", "no text layer", "garbage: ..."
+    password: str | None = None
+
+    def __post_init__(self):
+        if self.index < 0 or not (self.width_pt > 0 and self.height_pt > 0):
+            raise cu.InputError(f"page {self.index} of {self.path} has size {self.width_pt}x{self.height_pt} pt; "
+                                "a page needs a positive width and height (the file's /MediaBox is broken)")
+        if self.rotation not in (0, 90, 180, 270):
+            raise ValueError(f"page {self.index} of {self.path}: rotation {self.rotation}")
+
+    @property
+    def pixel_size(self) -> tuple[int, int]:
+        """(width, height) in pixels of the page rendered at `scale` (unrotated)."""
+        return round(self.width_pt * self.scale), round(self.height_pt * self.scale)
+
+
+@dataclass(frozen=True, slots=True)
+class PageImage:
+    """A page rendered for a model: RGB pixels (numpy uint8, H x W x 3) at `scale` pixels per
+    point, with the page record it came from (without its text, to keep it light)."""
+
+    page: PageRecord
+    image: object  # numpy.ndarray (H, W, 3) uint8
+    scale: float
+
+    def __post_init__(self):
+        shape = getattr(self.image, "shape", None)
+        if shape is None or len(shape) != 3 or shape[2] != 3:
+            raise ValueError(f"page {self.page.index} of {self.page.path}: image of shape {shape}, not HxWx3")
+
+
+@dataclass(frozen=True, slots=True)
+class RegionRecord:
+    """One region of a page: what it is, where (points, top-left origin), its place in the
+    page's reading order, and its content once known (text, a table as HTML or Markdown, a
+    formula as LaTeX). `crop` holds the region's pixels (numpy uint8 HxWx3) only between the
+    stage that cuts it and the model that reads it."""
+
+    kind: str
+    bbox: tuple[float, float, float, float]
+    order: int
+    content: str | None = None
+    source: str = ""  # what found it: "text_layer", "rapidocr", "mineru25", ...
+    crop: object = None
+    score: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in REGION_KINDS:
+            raise ValueError(f"region kind {self.kind!r}; one of {REGION_KINDS}")
+        x0, y0, x1, y1 = self.bbox
+        if not (x0 <= x1 and y0 <= y1):
+            raise ValueError(f"region bbox {self.bbox}: x0 <= x1 and y0 <= y1")
+        if self.order < 0:
+            raise ValueError(f"region order {self.order}")
+
+
+@dataclass(frozen=True, slots=True)
+class PageMarkdown:
+    """A page's Markdown and how it was made: the row of the pages table."""
+
+    markdown: str
+    route: str  # one of ROUTES
+    chars: int
+    regions: int = 0
+    seconds: float = 0.0  # time spent on the page by the stage that produced its text
+    width_pt: float = 0.0
+    height_pt: float = 0.0
+
+    def __post_init__(self):
+        if self.route not in ROUTES:
+            raise ValueError(f"route {self.route!r}; one of {ROUTES}")
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentMarkdown:
+    """A document's Markdown in page order: the row of the documents table. `routes` counts
+    the pages per route (`{"text_layer": 12, "ocr": 3}`)."""
+
+    markdown: str
+    pages: int
+    chars: int
+    routes: dict = field(default_factory=dict)
+    title: str | None = None
