@@ -58,3 +58,41 @@ def plain_extension(ext) -> str | None:
     if not body or len(parts) > MAX_EXT_PARTS or not all(_EXT_PART.fullmatch(p) for p in parts):
         return None
     return "." + body
+
+
+TEMPLATE_FIELDS = ("name", "key", "ordinal", "lineage")  # besides the row's own payload fields
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def file_spec(spec) -> tuple[str, str | None] | None:
+    """(extension with its dot, name template or None) of a `files=` value: an extension
+    ('.jpg'), or a mapping {"ext": ".md", "name": "{key}/{route}/{key}"}; None if it is neither."""
+    if isinstance(spec, str):
+        ext = plain_extension(spec)
+        return (ext, None) if ext else None
+    if isinstance(spec, dict) and set(spec) <= {"ext", "name"} and "ext" in spec:
+        ext = plain_extension(spec["ext"])
+        name = spec.get("name")
+        if ext is None or (name is not None and template_problem(name) is not None):
+            return None
+        return ext, name
+    return None
+
+
+def template_problem(template) -> str | None:
+    """Why a file name template is not safe, or None: '/'-separated parts, each a plain name
+    once its {placeholders} are filled (every filled value is made a plain name too)."""
+    if not isinstance(template, str) or not template:
+        return "is not a non-empty text"
+    for part in template.split("/"):
+        why = name_problem(_PLACEHOLDER.sub("x", part))
+        if why is not None:
+            return f"has the part {part!r}, which {why}"
+    return None
+
+
+def fill_template(template: str, fields: dict) -> str:
+    """The relative path a template names for one row: each placeholder replaced by its field
+    made a plain name (a missing field by 'none'), so no value can add a separator or leave
+    the directory."""
+    return _PLACEHOLDER.sub(lambda m: suggest_name(str(fields.get(m.group(1), "none")), "none"), template)

@@ -14,9 +14,11 @@ from curate.names import (
     LINEAGE_COLUMNS,
     MAX_EXT_PARTS,
     MAX_NAME,
+    TEMPLATE_FIELDS,
     name_problem,
     plain_extension,
     suggest_name,
+    template_problem,
 )
 from curate.resources import Resources
 
@@ -217,20 +219,23 @@ class Pipeline:
         return port
 
     def output(self, name: str, port: Port, *, schema: dict | None = None,
-               files: dict[str, str] | None = None) -> None:
+               files: dict[str, str | dict] | None = None, where: str | None = None) -> None:
         """Name a port as an output of the run.
 
         For Parquet output (`run(..., output_dir=)`): `schema` maps payload columns to pyarrow
         types (or type names such as "string", "float64", "binary") instead of inferring them;
-        `files` maps payload columns holding large bytes to a file extension: those bytes are
-        written as files under the output directory and the column holds their relative path.
+        `files` maps payload columns holding large bytes (or text) to a file extension: those
+        are written as files under `<output>/_files/<column>/` and the column holds their
+        relative path; `{"ext": ".md", "name": "{key}/{route}/{key}"}` names each file by a
+        template (fields: name (the input's file stem), key (stem plus 8 hex, unique per input),
+        ordinal, lineage, or a payload field) instead of a digest of the entity id.
 
         `name` is one plain path component (`out/<name>/`): a letter or digit, then letters,
         digits, '_', '-', '.', at most 100 characters. Files columns and schema columns are
         plain names of the same form, never a lineage column; an extension looks like '.jpg',
         'jpg' or '.tar.gz' and is stored with its leading dot. A bad one is a problem that
         `compile_plan` reports with the others."""
-        where = _caller()
+        where = where or _caller()  # a recipe passes FILE:LINE
         problems = _output_problems(where, name, schema, files)
         self._problems.extend(problems)
         if not isinstance(name, str):
@@ -278,6 +283,17 @@ def _output_problems(where: str, name: Any, schema: Any, files: Any) -> list[str
         p = column_problem("files", col, "image")
         if p is not None:
             out.append(p)
+        if isinstance(ext, Mapping):
+            ext = dict(ext)
+            if set(ext) - {"ext", "name"} or "ext" not in ext:
+                out.append(f"{label}: files {ext!r} of column {col!r} must be an extension or a mapping with "
+                           "ext (and name), e.g. {'ext': '.md', 'name': '{key}/{route}/{key}'}")
+            elif ext.get("name") is not None and template_problem(ext["name"]) is not None:
+                out.append(f"{label}: files name template {ext['name']!r} of column {col!r} "
+                           f"{template_problem(ext['name'])}; write '/'-separated plain names and "
+                           f"{{placeholders}} ({', '.join(TEMPLATE_FIELDS)} or a payload field), "
+                           "e.g. '{key}/{route}/{key}'")
+            ext = ext.get("ext")
         if plain_extension(ext) is None:
             out.append(f"{label}: files extension {ext!r} of column {col!r} is not a plain file extension; "
                        "write it like '.jpg', 'jpg' or '.tar.gz' (letters and digits, 1-16 per part, "
@@ -296,4 +312,12 @@ def _normal_files(files: Any) -> dict:
     """`files` with each extension written with its leading dot (bad ones are reported)."""
     if not isinstance(files, Mapping):
         return {}
-    return {col: plain_extension(ext) or ext for col, ext in files.items()}
+    out = {}
+    for col, spec in files.items():
+        if isinstance(spec, Mapping):
+            spec = dict(spec)
+            spec["ext"] = plain_extension(spec.get("ext")) or spec.get("ext")
+            out[col] = spec
+        else:
+            out[col] = plain_extension(spec) or spec
+    return out

@@ -151,8 +151,10 @@ def _stage_problems(st: Stage) -> list[str]:
     out = []
     target = st.fn
     if isinstance(target, type):
-        # on the class or its bases, not its metaclass (every class has type.__call__)
-        if not any(callable(vars(k).get(st.method)) for k in target.__mro__):
+        # __call__ on the class or its bases, not its metaclass (every class has type.__call__)
+        found = (any(callable(vars(k).get("__call__")) for k in target.__mro__[:-1]) if st.method == "__call__"
+                 else callable(getattr(target, st.method, None)))
+        if not found:
             out.append(f"class {target.__name__} has no method {st.method!r}; define it as "
                        f"`def {st.method}(self, batch: list) -> list`")
     elif not callable(target):

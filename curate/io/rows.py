@@ -23,7 +23,14 @@ from curate.core.lineage import entity_id
 from curate.core.outcome import Item, Status
 from curate.errors import CurateError, EngineError
 from curate.io.commits import inside
-from curate.names import FILES_DIR, LINEAGE_COLUMNS, name_problem, plain_extension
+from curate.names import (
+    FILES_DIR,
+    LINEAGE_COLUMNS,
+    file_spec,
+    fill_template,
+    name_problem,
+    suggest_name,
+)
 
 
 class PayloadError(CurateError):
@@ -110,40 +117,59 @@ def expand_payloads(rows: list[dict], resolve=lambda v: v, output: str | None = 
             _add_payload(row, resolve(row.pop(DEFERRED)), output)
 
 
-def file_name(entity: str, column: str, ext: str) -> str:
+def file_name(entity: str, column: str, ext: str, template: str | None = None, fields: dict | None = None) -> str:
     """Deterministic path of a payload file, relative to its output's directory: the same
     entity gets the same name in every run, so a resumed run rewrites rather than duplicates.
-    The leading underscore keeps dataset readers (pyarrow, Ray Data) from taking it for data."""
-    digest = hashlib.sha256(entity.encode()).hexdigest()[:24]
-    return f"{FILES_DIR}/{column}/{digest}{ext if ext.startswith('.') else '.' + ext}"
+    Without a template the name is a digest of the entity id; with one (`{key}/{route}/{key}`)
+    it is filled from `fields` (see `template_fields`). The leading underscore of `_files/`
+    keeps dataset readers (pyarrow, Ray Data) from taking the files for data."""
+    if template is None:
+        return f"{FILES_DIR}/{column}/{hashlib.sha256(entity.encode()).hexdigest()[:24]}{ext}"
+    return f"{FILES_DIR}/{column}/{fill_template(template, fields or {})}{ext}"
 
 
-def spill_files(rows: list[dict], files: dict[str, str], out_dir: Path) -> None:
-    """Write declared byte columns as files under `out_dir` (an output's directory, or its
-    staging twin) and replace the bytes by the relative path. Each file must land at
-    `_files/<column>/<its own name>` under `out_dir` (EngineError otherwise, before writing)."""
-    for col, ext in files.items():
-        why = name_problem(col) or (None if plain_extension(ext) else "has a bad extension")
-        if why is not None or col in LINEAGE_COLUMNS:
-            raise EngineError(f"payload files column {col!r} (extension {ext!r}) is not a plain column name and "
-                              f"extension ({why or 'a lineage column'}); files would land outside "
-                              f"{out_dir / FILES_DIR}. Pipeline.output should have refused it: please report it")
+def template_fields(row: dict) -> dict:
+    """What a file name template may use: the row's payload fields, and `name` (the root
+    key's file stem), `key` (that stem plus 8 hex of the root key's digest: unique per input),
+    `ordinal`, `lineage` ('0-3-1')."""
+    root = row["root_key"]
+    stem = os.path.splitext(os.path.basename(root.rsplit("@", 1)[0]))[0] or root
+    digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    fields = {k: v for k, v in row.items() if k not in LINEAGE_COLUMNS}
+    fields.update(name=stem, key=f"{suggest_name(stem, 'doc')}-{digest}", ordinal=row["ordinal"],
+                  lineage="-".join(map(str, row["lineage"])))
+    return fields
+
+
+def spill_files(rows: list[dict], files: dict, out_dir: Path) -> None:
+    """Write declared byte (or text) columns as files under `out_dir` (an output's directory,
+    or its staging twin) and replace the value by the relative path. Each file must land
+    under `_files/<column>/` of `out_dir` (EngineError otherwise, before writing)."""
+    specs = {}
+    for col, spec in files.items():
+        parsed = file_spec(spec)
+        if name_problem(col) is not None or col in LINEAGE_COLUMNS or parsed is None:
+            raise EngineError(f"payload files column {col!r} ({spec!r}) is not a plain column name with a plain "
+                              f"extension and safe name template; files would land outside {out_dir / FILES_DIR}. "
+                              "Pipeline.output should have refused it: please report it")
+        specs[col] = parsed
     files_dir = inside(out_dir / FILES_DIR, out_dir, "payload files directory") if files else None
     for row in rows:
-        for col, ext in files.items():
+        for col, (ext, template) in specs.items():
             data = row.get(col)
             if data is None:
                 continue
-            rel = file_name(row["entity_id"], col, ext)
+            rel = file_name(row["entity_id"], col, ext, template, template_fields(row) if template else None)
             target = out_dir / rel
             resolved = inside(target, files_dir, f"payload file of column {col!r} for {row['entity_id']}")
-            if resolved.relative_to(files_dir).parts != (col, Path(rel).name):
+            parts = resolved.relative_to(files_dir).parts
+            if parts[0] != col or (template is None and parts != (col, Path(rel).name)):
                 raise EngineError(f"payload file of column {col!r} for {row['entity_id']} resolves to {resolved}, "
                                   f"outside its own place {files_dir / col}; refusing to write there")
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + ".tmp")
             with open(tmp, "wb") as f:
-                f.write(bytes(data))
+                f.write(data.encode("utf-8") if isinstance(data, str) else bytes(data))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, target)

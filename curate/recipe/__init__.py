@@ -24,7 +24,8 @@ by the compiler, comes back at once in one `RecipeError`, each as `FILE:LINE: wh
       - {id: tocs, reduce: {from: chapter_digests, stage: "books:table_of_contents"}}
       - {id: titled, zip: [titles, tocs]}
       - {id: books, map: {from: titled, stage: "books:make_book"}}
-    outputs: {books: books, paragraphs: stats}  # output name: step id
+    outputs: {books: books, paragraphs: stats}  # output name: step id, or a mapping with options:
+    #   paragraphs: {step: stats, schema: {words: int64}, files: {text: {ext: .md, name: "{key}/{ordinal}"}}}
     input: {glob: "data/books/*.txt"}           # or paths: [...], list_file: FILE,
                                                 #    parquet: {path: FILE, column: NAME, paths: true}
     run: {executor: ray, input_batch_size: 2, inflight: 2}

@@ -16,6 +16,7 @@ from curate.recipe.format import (
     CHECKS,
     OP_KEYS,
     OPS,
+    OUTPUT_KEYS,
     POOL_CALL_KEYS,
     POOL_KEYS,
     RUN_KEYS,
@@ -63,7 +64,8 @@ class _AnyMethod(type):
 
 
 def _stand_in(name: str) -> type:
-    return _AnyMethod(name or "unresolved", (), {"__init__": lambda self, **kw: None})
+    return _AnyMethod(name or "unresolved", (), {"__init__": lambda self, **kw: None,
+                                                 "__call__": lambda self, batch: batch})
 
 
 def check(data: dict, lines) -> Checked:
@@ -370,11 +372,17 @@ class _Checker:
                 self.bad(("outputs", name), f"output name {name!r} {why}; use a name such as "
                                             f"{suggest_name(name, 'pages')!r} (it becomes the directory "
                                             "<output_dir>/<name>/)", key=True)
+            options = {}
+            if isinstance(ref, dict):  # {step: ID, schema: {...}, files: {...}}
+                self.unknown_keys(("outputs", name), ref, OUTPUT_KEYS, f"output {name!r}")
+                options = {k: ref[k] for k in ("schema", "files") if k in ref}
+                ref = ref.get("step")
             if not isinstance(ref, str) or (ref != "source" and ref not in ids):
                 self.bad(("outputs", name), f"output {name!r}: unknown step id {ref!r}; "
                                             f"{hint_known(ref, ['source', *ids], 'use a step id')}")
             elif pipe is not None and ref in self.ports:
-                pipe.output(str(name) if why is None else f"invalid{i}", self.ports[ref])
+                pipe.output(str(name) if why is None else f"invalid{i}", self.ports[ref],
+                            where=self.lines.at(("outputs", name)), **options)
         return bool(raw) and pipe is not None and len(pipe.outputs) == len(raw)
 
     def compile(self, pipe: cu.Pipeline) -> None:

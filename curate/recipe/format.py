@@ -19,6 +19,7 @@ RESOURCE_KEYS = Resources.names()  # num_cpus, num_gpus, memory, resources, acce
 STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "retries", "name", "timeout_s", *RESOURCE_KEYS)
 POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name", "timeout_s")
 POOL_KEYS = ("class", "init", "replicas", *RESOURCE_KEYS)
+OUTPUT_KEYS = ("step", "schema", "files")  # an output as a mapping: {step: ID, schema: ..., files: ...}
 RUN_KEYS = ("executor", "input_batch_size", "inflight", "address", "ray_init", "pipeline_depth",
             "output_dir", "resume", "progress", "sink_options")
 

@@ -1,0 +1,82 @@
+"""Payload files named by a template (`files={"markdown": {"ext": ".md", "name": "{key}/{route}/{key}"}}`):
+MinerU-style layouts under `<output>/_files/<column>/`, filled values that can never leave it,
+the same names on resume, and the same option from a recipe's outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import curate as cu
+
+Doc = cu.Domain("doc")
+
+
+def markdown(paths):
+    return [{"markdown": f"# {p}\n", "route": "../../evil" if "evil" in p else "text_layer"} for p in paths]
+
+
+def pipeline(name="{key}/{route}/{key}"):
+    pipe = cu.Pipeline(Doc)
+    pipe.output("docs", pipe.source.map(markdown), files={"markdown": {"ext": "md", "name": name}})
+    return pipe
+
+
+def key(p):
+    return f"{p}@0123456789abcdef"
+
+
+def listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "_curate" not in p.parts)
+
+
+def test_files_follow_the_template_and_stay_inside(tmp_path):
+    out = tmp_path / "out"
+    res = cu.run(pipeline(), ["a/report.pdf", "b/report.pdf", "c/evil.pdf"], executor="local", key=key,
+                 output_dir=out)
+    md = sorted(p for p in listing(out) if p.endswith(".md"))
+    assert len(md) == 3 and all(p.startswith("docs/_files/markdown/") for p in md)
+    a, b = (v["markdown"] for v in res.values("docs")[:2])
+    assert a != b and Path(a).parts[2:] == (Path(a).parts[2], "text_layer", Path(a).parts[2] + ".md")
+    assert Path(a).parts[2].startswith("report-")  # the stem plus 8 hex of the input's key: unique
+    evil = res.values("docs")[2]["markdown"]
+    assert ".." not in Path(evil).parts and (out / "docs" / evil).read_text() == "# c/evil.pdf\n"
+    assert listing(tmp_path) == [f"out/{p}" for p in listing(out)]  # nothing outside the output
+
+
+def test_resume_rewrites_the_same_names(tmp_path):
+    out = tmp_path / "out"
+    cu.run(pipeline(), ["a/x.pdf"], executor="local", key=key, output_dir=out)
+    before = listing(out)
+    cu.run(pipeline(), ["a/x.pdf", "b/y.pdf"], executor="local", key=key, output_dir=out, resume=True)
+    after = listing(out)
+    assert set(before) <= set(after) and len([p for p in after if p.endswith(".md")]) == 2
+
+
+@pytest.mark.parametrize("template", ["../{key}", "/abs/{key}", "_x/{key}", "{key}/.hidden", ""])
+def test_an_unsafe_template_is_a_plan_problem(template):
+    with pytest.raises(cu.PlanError, match="files name template|not a plain file extension|must be"):
+        cu.compile_plan(pipeline(template))
+
+
+def test_a_recipe_declares_output_options(tmp_path):
+    (tmp_path / "md_stages.py").write_text(
+        "def markdown(paths):\n    return [{'markdown': '# ' + p, 'route': 'text_layer'} for p in paths]\n")
+    (tmp_path / "r.yaml").write_text("""
+domains: {doc: null}
+steps:
+  - {id: md, map: {from: source, stage: "md_stages:markdown"}}
+outputs:
+  docs: {step: md, schema: {route: string}, files: {markdown: {ext: .md, name: "{key}/{route}/{key}"}}}
+input: {paths: [a.pdf, b.pdf]}
+""")
+    from curate.recipe import load_recipe
+
+    recipe = load_recipe(tmp_path / "r.yaml")
+    out = tmp_path / "out"
+    cu.run(recipe.pipeline, recipe.inputs(), key=recipe.key, executor="local", output_dir=out)
+    assert len([p for p in listing(out) if p.endswith(".md")]) == 2
+    (tmp_path / "bad.yaml").write_text((tmp_path / "r.yaml").read_text().replace('"{key}/{route}/{key}"', '"../x"'))
+    with pytest.raises(cu.PlanError, match=r"bad.yaml:6: output 'docs': files name template '../x'"):
+        load_recipe(tmp_path / "bad.yaml")
