@@ -96,3 +96,16 @@ def test_a_payload_field_named_like_a_lineage_column_is_one_clear_error_on_ray(t
     with pytest.raises(cu.PayloadError, match="output 'pages' .* field named 'status'") as err:
         cu.run(pipe, ["a"], executor="ray", output_dir=tmp_path)
     assert "Traceback" not in str(err.value)
+
+
+def test_large_array_values_travel_and_are_measured():
+    import numpy as np
+
+    def images(xs):
+        return [np.full((300, 400, 3), x, dtype=np.uint8) for x in xs]  # 360 KB each: pickled out of band
+
+    pipe = cu.Pipeline(Doc)
+    pipe.output("sums", pipe.source.map(cu.stage(images, batch_size=2)).map(
+        cu.stage(lambda arrs: [int(a[0, 0, 0]) for a in arrs], name="corner")))
+    res = cu.run(pipe, [1, 2, 3], executor="ray")
+    assert res.values("sums") == [1, 2, 3]

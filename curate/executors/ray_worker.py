@@ -26,8 +26,9 @@ class _Counter:
         self.n = 0
 
     def write(self, b) -> int:
-        self.n += len(b)
-        return len(b)
+        n = memoryview(b).nbytes  # protocol 5 writes large buffers (numpy arrays) as PickleBuffers
+        self.n += n
+        return n
 
 
 def pickled_size(value) -> int | str:
