@@ -122,6 +122,8 @@ class RegionRecord:
     source: str = ""  # what found it: "text_layer", "rapidocr", "mineru25", ...
     crop: object = None
     score: float | None = None
+    level: int = 0  # of a title: 1 (top), 2, 3...; 0 when not a title or not known
+    seconds: float = 0.0  # time the stages that found and read it spent on it (a page pass: shared out)
 
     def __post_init__(self):
         if self.kind not in REGION_KINDS:
@@ -131,6 +133,8 @@ class RegionRecord:
             raise ValueError(f"region bbox {self.bbox}: x0 <= x1 and y0 <= y1")
         if self.order < 0:
             raise ValueError(f"region order {self.order}")
+        if self.level < 0:
+            raise ValueError(f"region level {self.level}; 0 (not a title) or 1, 2, 3...")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,7 @@ class PageMarkdown:
     seconds: float = 0.0  # time spent on the page by the stage that produced its text
     width_pt: float = 0.0
     height_pt: float = 0.0
+    reason: str = ""  # why this route: the text layer's verdict ("ok", "no text layer", "garbage: ...")
 
     def __post_init__(self):
         if self.route not in ROUTES:

@@ -1,0 +1,109 @@
+"""The PDF's own text layer as a backend (no model): the cheap route of PDF -> Markdown.
+
+`PdfText` serves two Calls from one pool (each worker keeps its last few opened documents):
+
+- `check(pages)`: per `PageRecord`, the same record with its text layer (`text`, `text_chars`)
+  and the routing verdict (`text_usable`, `text_reason`) of `curate.modalities.pdf.textlayer`:
+  a page with usable text takes the text-layer route, a scan or a page of garbage text goes to
+  OCR, a blank page is `empty` (nothing rendered, nothing read). `force_ocr=True` sends every
+  page with something on it to OCR (to check OCR against a known text layer, or to distrust an
+  old OCR layer).
+- `regions(pages)`: the expand from a checked page to its regions. A text-layer page gets its
+  regions from the PDF's structure (`curate.modalities.pdf.regions`), in reading order, with
+  their content; an OCR page gets one full-page region without content (the OCR branch fills
+  it); an empty page gets none.
+
+A page MuPDF cannot load, or whose size is zero, is an ItemFailure with an InputError that
+names the file and the page; the other pages of its document go on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from curate.modalities.pdf.documents import (
+    DEFAULT_CACHE_DOCS,
+    MUPDF_LOCK,
+    REPAIR_FIX,
+    DocumentCache,
+    pymupdf,
+)
+from curate.modalities.pdf.records import PageRecord, RegionRecord
+from curate.modalities.pdf.regions import TABLE_MODES, page_regions, text_flags
+from curate.modalities.pdf.textlayer import BLANK, judge
+
+import curate as cu
+
+
+def route_of(page: PageRecord) -> str:
+    """The route a checked page takes: "text_layer", "ocr" or "empty"."""
+    if page.text_usable:
+        return "text_layer"
+    return "empty" if page.text_reason == BLANK else "ocr"
+
+
+class PdfText:
+    """The text layer of PDF pages: `check` (routing) and `regions` (the page's regions)."""
+
+    def __init__(self, force_ocr: bool = False, tables: str = "lines", cache_docs: int = DEFAULT_CACHE_DOCS,
+                 model: str | None = None, device: str = "cpu", batch_size: int | None = None):
+        if tables not in TABLE_MODES:
+            raise ValueError(f"tables={tables!r}; one of {', '.join(TABLE_MODES)}, e.g. tables: lines")
+        self.mod = pymupdf()
+        self.force_ocr, self.tables = bool(force_ocr), tables
+        self.cache = DocumentCache(cache_docs)
+        self.model, self.device, self.batch_size = model, device, batch_size  # the backends' common hints
+
+    def check(self, pages: list[PageRecord]) -> list:
+        """Per page: the record with its text layer and routing verdict, or an ItemFailure."""
+        return [self._guard(self._check, p) for p in pages]
+
+    def regions(self, pages: list[PageRecord]) -> list:
+        """Per checked page: its regions in reading order, or an ItemFailure."""
+        return [self._guard(self._regions, p) for p in pages]
+
+    def _check(self, record: PageRecord) -> PageRecord:
+        with MUPDF_LOCK:
+            page = self._page(record)
+            text = page.get_text("text", flags=text_flags(self.mod))
+            area = page.cropbox.width * page.cropbox.height
+            cover = sum(_area(i["bbox"]) for i in page.get_image_info()) / area
+            drawings = 0 if text.strip() else len(page.get_cdrawings())
+        verdict = judge(text, image_cover=min(cover, 1.0), drawings=drawings, force_ocr=self.force_ocr)
+        return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=verdict.reason)
+
+    def _regions(self, record: PageRecord) -> list[RegionRecord]:
+        route = route_of(record)
+        if route == "empty":
+            return []
+        if route == "ocr":  # one region, the whole page, for the OCR branch to read
+            return [RegionRecord(kind="text", bbox=(0.0, 0.0, record.width_pt, record.height_pt), order=0)]
+        start = time.perf_counter()
+        with MUPDF_LOCK:
+            found = page_regions(self._page(record), self.mod, self.tables)
+        share = (time.perf_counter() - start) / max(len(found), 1)
+        return [replace(r, seconds=share) for r in found]
+
+    def _page(self, record: PageRecord):
+        page = self.cache.page(record)
+        box = page.cropbox
+        if not (box.width > 0 and box.height > 0):
+            raise cu.InputError(f"{record.path}: page {record.index + 1} has size {box.width:g}x{box.height:g} pt; "
+                                f"its /MediaBox or /CropBox is broken: {REPAIR_FIX}")
+        return page
+
+    def _guard(self, task, record):
+        try:
+            return task(record)
+        except cu.InputError as exc:
+            return cu.ItemFailure(exc)
+        except (self.mod.mupdf.FzErrorBase, RuntimeError) as exc:  # MuPDF's own errors: a damaged page
+            return cu.ItemFailure(cu.InputError(
+                f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
+                f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+
+
+def _area(bbox) -> float:
+    x0, y0, x1, y1 = bbox
+    return max(x1 - x0, 0.0) * max(y1 - y0, 0.0)

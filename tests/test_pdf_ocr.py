@@ -1,0 +1,94 @@
+"""RapidOCR (CPU) as a backend: the Ocr protocol on small rendered images, text in reading order,
+bad items as ItemFailures; and forced OCR on a page of the Vicksburg scan against its own OCR
+text layer (one page: RapidOCR takes 5-10 s a page on this 2-core machine)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pymupdf
+import pytest
+from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord
+from curate.models.protocols import Ocr
+from curate.models.rapidocr import RapidOcr, _image_of, lines_to_text
+from pdf_samples import REAL
+from pdf_tokens import f1
+from PIL import Image
+
+import curate as cu
+from curate.cli import main
+
+LINES = ["Curate reads scanned pages", "with RapidOCR on the CPU"]
+VICKSBURG_PAGE = 1  # page 50 of the book: text beside a figure, read in columns
+MIN_OCR_F1 = 0.6
+
+
+@pytest.fixture(scope="module")
+def ocr() -> RapidOcr:
+    return RapidOcr()
+
+
+@pytest.fixture(scope="module")
+def typeset() -> np.ndarray:
+    """Two lines of text rendered at 150 dpi: an RGB image such as Render makes."""
+    page = pymupdf.open().new_page(width=300, height=80)
+    for i, line in enumerate(LINES):
+        page.insert_text((12, 30 + 25 * i), line, fontsize=14)
+    pix = page.get_pixmap(dpi=150, colorspace=pymupdf.csRGB)
+    return np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3).copy()
+
+
+def test_rapidocr_is_an_ocr_backend_with_one_thread_per_actor(ocr):
+    assert isinstance(ocr, Ocr) and RapidOcr.__call__ is RapidOcr.ocr
+    with pytest.raises(ValueError, match="threads"):
+        RapidOcr(threads=0)
+    with pytest.raises(ValueError, match="CPU"):
+        RapidOcr(device="cuda")
+
+
+def test_every_image_form_reads_the_same_text_in_reading_order(ocr, typeset):
+    page = PageRecord(path="x.pdf", index=0, width_pt=300, height_pt=80)
+    region = RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset)
+    forms = [typeset, Image.fromarray(typeset), {"image": typeset, "id": "x#0"}, PageImage(page, typeset, 150 / 72), region]
+    assert all(np.array_equal(_image_of(f), typeset) for f in forms)  # one image, whatever carries it
+    (text,) = ocr.ocr(forms[3:4])
+    assert text.lower().split("\n") == [ln.lower() for ln in LINES]
+
+
+def test_regions_get_their_text_score_and_time_and_lose_their_crop(ocr, typeset):
+    region = RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset, seconds=0.25)
+    (read,) = ocr.ocr_regions([region])
+    assert read.content.lower() == "\n".join(LINES).lower() and read.source == "rapidocr" and read.crop is None
+    assert 0.5 < read.score <= 1 and read.seconds > 0.25
+
+
+def test_a_bad_item_fails_alone(ocr):
+    blank = np.full((40, 120, 3), 255, np.uint8)
+    got = ocr.ocr([np.zeros((0, 10, 3), np.uint8), blank, None, np.zeros((8, 8), np.uint8)])
+    assert got[1] == ""  # a page with no text reads as "", and the batch went on
+    for bad in (got[0], got[2], got[3]):
+        assert isinstance(bad, cu.ItemFailure) and isinstance(bad.cause, cu.InputError)
+    assert "empty" in str(got[0].cause)
+
+
+def test_boxes_are_joined_into_lines_and_paragraphs_in_reading_order():
+    boxes = [(220, 10, 300, 30), (10, 12, 200, 30), (10, 40, 290, 60), (10, 110, 290, 130)]
+    texts = ["world", "hello", "second line", "new paragraph"]
+    assert lines_to_text(boxes, texts) == "hello world\nsecond line\n\nnew paragraph"
+    assert lines_to_text([], []) == ""
+
+
+def test_forced_ocr_on_a_scan_agrees_with_its_own_ocr_layer(tmp_path):
+    src = pymupdf.open(REAL / "pypdf_vicksburg_scan_ocr.pdf")
+    layer = src[VICKSBURG_PAGE].get_text()
+    src.select([VICKSBURG_PAGE])  # the page alone, its objects untouched (insert_pdf would redraw it bolder)
+    src.save(tmp_path / "vicksburg_p50.pdf")
+    rc = main(["run", "pdf_to_markdown", "--input", str(tmp_path / "vicksburg_p50.pdf"), "--output", str(tmp_path / "out"),
+               "--executor", "local", "--no-progress", "--set", "pools.pdf_text.init.force_ocr=true"])
+    assert rc == 0
+    (page,) = pq.read_table(tmp_path / "out" / "pages").to_pylist()
+    assert (page["route"], page["reason"]) == ("ocr", "forced OCR")
+    score = f1(page["markdown"], layer)
+    print(f"Vicksburg page {VICKSBURG_PAGE}: OCR vs its text layer, token F1 {score:.3f}; {page['seconds']:.1f} s")
+    assert score >= MIN_OCR_F1
+    assert "VICKSBURG" in page["markdown"]  # the running head, its spaced-out letters run together
