@@ -10,6 +10,7 @@ line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRE
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -68,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="rows per output and status, top failure causes")
     i.add_argument("out")
     i.set_defaults(func=cmd_inspect)
+    sh = sub.add_parser("show", help="print one row of an output: its lineage, status and a column's text")
+    sh.add_argument("out")
+    sh.add_argument("output", help="the output's name, e.g. documents")
+    sh.add_argument("row", nargs="?", default="0", help="a row number in lineage order (default 0) or an entity id")
+    sh.add_argument("--column", help="the column to print in full (default: the row's longest text)")
+    sh.set_defaults(func=cmd_show)
     rp = sub.add_parser("report", help="write report.png and summary.md for a run")
     rp.add_argument("out")
     rp.add_argument("--run", help="run id (default: the latest)")
@@ -134,7 +141,7 @@ def cmd_run(args) -> int:
     if opts.get("executor") == "local":
         opts.pop("address", None)
     if args.input:
-        inputs, key = _cli_inputs(args.input, sources), sources.path_key
+        inputs, key = _cli_inputs(args.input, sources), functools.partial(sources.path_key, base_dir=Path.cwd())
     else:
         inputs, key = recipe.inputs(), recipe.key
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
@@ -178,6 +185,26 @@ def cmd_inspect(args) -> int:
         print(f"\ntop failure causes (of {sum(n for _, n, _ in causes)} rows shown):")
         for cause, n, example in causes:
             print(f"  {n:>6}  {cause}\n          e.g. {example}")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    d = OutputDir(args.out)
+    row = d.row(args.output, args.row)
+    texts = {k: v for k, v in row.items() if isinstance(v, str) and k not in ("root_key", "entity_id", "parent_id",
+                                                                             "status", "cause", "cause_kind")}
+    column = args.column or max(texts, key=lambda k: len(texts[k]), default=None)
+    if column is not None and column not in row:
+        raise CurateError(f"output {args.output!r} has no column {column!r}; its columns are {sorted(row)}")
+    print(f"{args.output} {row['entity_id']} (lineage {row['lineage']}): {row['status']}"
+          + (f", {row['cause']}" if row.get("cause") else ""))
+    for k, v in row.items():
+        if k != column and k not in ("entity_id", "lineage", "status", "cause") and v is not None:
+            shown = v if not isinstance(v, str) or len(v) <= 80 else v[:77] + "..."
+            print(f"  {k}: {shown}")
+    if column is not None and row.get(column) is not None:
+        print(f"--- {column} ---")
+        print(row[column])
     return EXIT_OK
 
 

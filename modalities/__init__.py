@@ -1,3 +1,3 @@
-"""Per-modality expanders and reducers (`curate.modalities.pdf`, `curate.modalities.video`).
-
-Empty until the PDF and video issues land; the package exists so the install layout is fixed."""
+"""Per-modality expanders and reducers: `curate.modalities.pdf` (Document -> Page -> Region),
+and later `curate.modalities.video`. A modality holds domains, frozen records and batched
+stages; it wires nothing (recipes do) and imports only curate's public API."""

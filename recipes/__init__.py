@@ -5,5 +5,6 @@ importlib.resources (`curate.recipe.bundled`), so `curate recipes` lists it from
 wheel as from a checkout. A bundled recipe names its stages by installed import paths
 (`curate.models.dummy:DummyOcr`, `curate.modalities.pdf.render:render_pages`), gives a one-line
 `description:`, and leaves `input:` out or absolute: the user's `--input` says what to read.
-None is shipped yet: PDF -> Markdown and video captioning arrive with their modalities.
+Shipped: pdf_to_markdown (CPU: text layer, RapidOCR where needed), pdf_to_markdown_mineru25
+(MinerU 2.5 VLM, GPU by default), pdf_to_markdown_mineru4 (MinerU 4, tier set with --set).
 """

@@ -96,6 +96,23 @@ class OutputDir:
         ranked = sorted(found.items(), key=lambda kv: -kv[1][0])[:top]
         return [(cause, n, ex) for cause, (n, ex) in ranked]
 
+    def row(self, output: str, which: str) -> dict:
+        """One row of an output: the `which`-th in lineage order, or the row of an entity id."""
+        from curate.io.read import read_table
+
+        outputs = self.manifest()["pipeline"]["outputs"]
+        if output not in outputs:
+            raise CurateError(f"{self.path} has no output {output!r}; its outputs are {sorted(outputs)}")
+        rows = sorted(read_table(self.path, output).to_pylist(), key=lambda r: r["lineage"])
+        if which.isdigit():
+            if int(which) >= len(rows):
+                raise CurateError(f"output {output!r} has {len(rows)} committed rows; give a number below that")
+            return rows[int(which)]
+        found = next((r for r in rows if r["entity_id"] == which), None)
+        if found is None:
+            raise CurateError(f"output {output!r} has no row with entity id {which!r}")
+        return found
+
     def last_run(self) -> dict | None:
         runs = self.manifest()["runs"]
         return runs[-1] if runs else None
