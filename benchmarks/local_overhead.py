@@ -96,7 +96,7 @@ def memory(n_entities: int) -> None:
     tracemalloc.stop()
     live = sched.live_entities()
     print(f"driver memory: {used / live:.1f} bytes per live entity "
-          f"({live:,} live entities, {used / 2**20:.1f} MiB; {sched.ready(1):,} grains queued)")
+          f"({live:,} live entities, {used / 2**20:.1f} MiB; {sched.ready(1) + sched.held[1]:,} grains queued or held)")
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRE
 from __future__ import annotations
 
 import argparse
-import functools
+import os
 import sys
 from pathlib import Path
 
@@ -141,7 +141,7 @@ def cmd_run(args) -> int:
     if opts.get("executor") == "local":
         opts.pop("address", None)
     if args.input:
-        inputs, key = _cli_inputs(args.input, sources), functools.partial(sources.path_key, base_dir=Path.cwd())
+        inputs, key = _cli_inputs(args.input, sources), _cli_key
     else:
         inputs, key = recipe.inputs(), recipe.key
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
@@ -156,6 +156,15 @@ def cmd_run(args) -> int:
         print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
         return EXIT_PARTIAL
     return EXIT_OK
+
+
+def _cli_key(path: str) -> str:
+    """The root key of an --input path: relative to the working directory when it is under it
+    (as the user typed it), else the path as given; plus a hash of its content."""
+    from curate.io import sources
+
+    inside = os.path.abspath(path).startswith(os.getcwd() + os.sep)
+    return sources.path_key(path, base_dir=os.getcwd() if inside else None)
 
 
 def _cli_inputs(specs: list[str], sources) -> list[str]:

@@ -72,14 +72,17 @@ class RunResult:
 
 def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAULT_EXECUTOR,
         input_batch_size: int = defaults.DEFAULT_INPUT_BATCH_SIZE,
-        inflight: int | None = None, key: Callable[[Any], str] | None = None,
+        inflight: int | None = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
+        max_live_entities: int = defaults.DEFAULT_ADMIT_ENTITIES, max_live_bytes: int = defaults.DEFAULT_ADMIT_BYTES,
         output_dir: str | PathLike | None = None, resume: bool = False, allow_changed_code: bool = False,
         progress: bool | None = None, recipe: str | None = None, sink_options: dict | None = None,
         **executor_options) -> RunResult:
     """Run `pipe` over `inputs` (a list or any iterator, consumed window by window).
 
-    `input_batch_size` roots form an input window; at most `inflight` windows are admitted at
-    once. `key(input)` gives a root's stable key: a non-empty str (an int is taken as its
+    `input_batch_size` roots form an input window. By default windows are admitted on demand
+    (while the model pools are short of work), bounded by `max_live_entities` and
+    `max_live_bytes` (payloads pinned in Ray's object store); `inflight=N` admits at most N
+    windows at once instead. `key(input)` gives a root's stable key: a non-empty str (an int is taken as its
     text), unique among the inputs (default: the input index as text); a key that is None,
     another type or a duplicate stops the run with a RootKeyError naming the input(s).
     `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
@@ -98,7 +101,7 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     if not isinstance(input_batch_size, int) or input_batch_size < 1:
         raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
     ex = get_executor(executor, **executor_options)
-    sched = Scheduler(plan, inflight=inflight)
+    sched = Scheduler(plan, inflight=inflight, max_entities=max_live_entities, max_bytes=max_live_bytes)
     out = OutputDir(output_dir) if output_dir is not None else None
     if out is None:
         sink = MemorySink(plan.outputs)

@@ -51,7 +51,7 @@ def test_a_finished_run_logs_roots_entities_and_failures_per_level():
 def test_admitted_roots_show_as_in_flight():
     plan = cu.compile_plan(pipeline())
     stream = io.StringIO()
-    d = Driver(plan, Scheduler(plan), [1, 3, 0, 4], input_batch_size=2, key=None, sink=MemorySink(plan.outputs))
+    d = Driver(plan, Scheduler(plan, inflight=4), [1, 3, 0, 4], input_batch_size=2, key=None, sink=MemorySink(plan.outputs))
     d.admit()
     Progress(plan, stream, total=d.total).update(d, force=True)
     line = stream.getvalue().strip()

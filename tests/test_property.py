@@ -5,6 +5,11 @@ sibling outcomes timing-dependent)."""
 
 from __future__ import annotations
 
+import sys
+from functools import partial
+from unittest import mock
+
+import chaos
 from chaos import run_chaos
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as stx
@@ -21,6 +26,7 @@ from randpipe import (
 )
 
 import curate as cu
+from curate.core.scheduler import Scheduler
 
 
 @stx.composite
@@ -101,6 +107,32 @@ def test_local_executor_matches_reference(spec, roots, window, inflight):
 def test_hostile_schedules_match_reference(spec, roots, window, inflight, seed):
     result, stats = run_chaos(build(spec, Faults(spec)), _inputs(roots), seed=seed,
                               input_batch_size=window, inflight=inflight)
+    check(spec, roots, result, also=frozenset({"chaos killed the worker"}) if stats["deaths"] else frozenset())
+
+
+class _Charged(Scheduler):
+    """Every report says its values take 100 bytes each, so the bytes budget has something to bound."""
+
+    def complete(self, batch_id, report):
+        report.nbytes = 100 * len(report.values)
+        return super().complete(batch_id, report)
+
+
+@PROFILE
+@given(spec=specs(), roots=stx.lists(stx.integers(0, 10**6), max_size=8), window=stx.integers(1, 4),
+       ready=stx.integers(1, 2), entities=stx.sampled_from([1, 4, 30, 10**6]),
+       nbytes=stx.sampled_from([1, 500, 10**9]), probe=stx.integers(0, 2), seed=stx.integers(0, 2**32))
+def test_demand_admission_and_prefetch_cap_match_reference(spec, roots, window, ready, entities, nbytes, probe,
+                                                            seed):
+    """Demand-driven admission (inflight=None) with tiny to huge budgets, and the prefetch cap
+    off or on, on the local executor and under hostile schedules."""
+    sched = partial(_Charged, ready_batches=ready, max_entities=entities, max_bytes=nbytes, probe_grains=probe)
+    with mock.patch.object(sys.modules["curate.run"], "Scheduler", sched):
+        result = cu.run(build(spec, Faults(spec)), _inputs(roots), executor="local", input_batch_size=window)
+    check(spec, roots, result)
+    with mock.patch.object(chaos, "Scheduler", sched):
+        result, stats = run_chaos(build(spec, Faults(spec)), _inputs(roots), seed=seed,
+                                  input_batch_size=window, inflight=None)
     check(spec, roots, result, also=frozenset({"chaos killed the worker"}) if stats["deaths"] else frozenset())
 
 

@@ -40,9 +40,11 @@ def doc_pipeline(batch_size=1, retries=2, on_child_failure="suppress"):
 SPLIT, OCR, COLLECT = 0, 1, 2
 
 
-def start(plan, docs, inflight=4):
-    """Admit `docs` (page counts) as one window and commit the split expansions."""
-    s = Scheduler(plan, inflight=inflight)
+def start(plan, docs, inflight=4, probe_grains=0):
+    """Admit `docs` (page counts) as one window and commit the split expansions. The prefetch
+    cap is off unless asked for, so each rule here is seen alone in hand-made batches (the cap
+    has its own tests in test_prefetch.py)."""
+    s = Scheduler(plan, inflight=inflight, probe_grains=probe_grains)
     s.admit([f"d{i}" for i in range(len(docs))], docs)
     while (b := s.reserve(SPLIT)) is not None:
         s.complete(b.id, BatchReport(split(b.inputs)))
@@ -212,7 +214,7 @@ def test_stale_and_duplicate_reports_are_dropped():
 
 def test_reservation_mixes_parents_and_windows_in_fifo_order():
     plan = doc_pipeline(batch_size=5)
-    s = Scheduler(plan, inflight=2)
+    s = Scheduler(plan, inflight=2, probe_grains=0)
     s.admit(["a", "b"], [2, 1])
     s.admit(["c"], [3])
     while (b := s.reserve(SPLIT)) is not None:

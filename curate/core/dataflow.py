@@ -97,7 +97,7 @@ class Dataflow:
         src = n.in_slots[0]
         st = w.status[src][idx]
         if st == PRESENT:
-            self.queues[n.call].append((w.wid << KEY_BITS) | idx)
+            self._enqueue(n.call, w, idx)
         else:
             self._resolve_grain(n, w, idx, st, w.causes[(src, idx)])
 
@@ -134,7 +134,11 @@ class Dataflow:
                 self.counters[n.call].suppressed += 1
                 self._settle(w, n.out_slot, p, SUPPRESSED, None, cause)
                 return
-        self.queues[n.call].append((w.wid << KEY_BITS) | p)
+        self._enqueue(n.call, w, p)
+
+    def _enqueue(self, call: int, w: Window, idx: int) -> None:
+        """A grain is ready: to the tail of its Call's queue (the Scheduler may hold it aside)."""
+        self.queues[call].append((w.wid << KEY_BITS) | idx)
 
     def _resolve_zip(self, n, w: Window, idx: int) -> None:
         for s in n.in_slots:

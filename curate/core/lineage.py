@@ -25,7 +25,8 @@ class Window:
     """The entities, slot cells and bookkeeping of one admitted input window."""
 
     __slots__ = ("wid", "indices", "keys", "parent", "root", "status", "value", "pending", "first",
-                 "count", "remaining", "causes", "barriers", "root_open", "roots_left")
+                 "count", "remaining", "causes", "barriers", "root_open", "roots_left", "probe", "held",
+                 "nbytes")
 
     def __init__(self, wid: int, indices: list[int], keys: list, layout: Layout):
         n = len(keys)
@@ -42,6 +43,10 @@ class Window:
         self.remaining = {r: array("i") for r in layout.reduce_space}  # reduce -> children not terminal
         self.causes: dict[tuple[int, int], object] = {}  # (slot, index) -> cause or drop reason
         self.barriers: dict[tuple[int, int], object] = {}  # (call, parent index) -> group-failure cause
+        # nested Call -> per parent: its grains queued or in flight there before its first report, or PROBED
+        self.probe = {c: bytearray() for c in layout.probe_calls}
+        self.held: dict[int, dict[int, list[int]]] = {}  # call -> parent -> grain keys held until it is probed
+        self.nbytes = 0  # payload bytes its committed grains reported (admission's bytes budget)
         self.root_open = array("i", [layout.pending_per_entity[0]] * n)
         self.roots_left = n
         self._grow(layout, 0, -1, n, range(n))
@@ -60,6 +65,8 @@ class Window:
             self.count[e].extend(array("i", [-1]) * n)
         for r in layout.space_reduces[space]:
             self.remaining[r].extend(array("i", [0]) * n)
+        for c in layout.space_probes[space]:
+            self.probe[c].extend(bytes(n))
         return first
 
     def add_children(self, layout: Layout, expand: int, parent: int, values: list) -> int:
@@ -98,5 +105,10 @@ class Layout:
         self.space_expands = [[e for e in self.expand_space if plan.nodes_by_id[e].grain_space == s]
                               for s in range(nsp)]
         self.space_reduces = [[r for r, s2 in self.reduce_space.items() if s2 == s] for s in range(nsp)]
+        # nested Calls (grains below the roots) keep a probe byte per parent, in the parent's space
+        nested = [(n.call, s.parent) for n in plan.nodes if n.call >= 0 and n.grain_space != 0
+                  for s in (plan.spaces[n.grain_space],)]
+        self.probe_calls = [c for c, _ in nested]
+        self.space_probes = [[c for c, ps in nested if ps == s] for s in range(nsp)]
         born_present = {plan.source_slot} | set(self.expand_out.values())
         self.pending_per_entity = [sum(1 for sl in s.slots if sl not in born_present) for s in plan.spaces]

@@ -1,5 +1,6 @@
-"""The pure runtime: admission, per-Call FIFO reservation across parents and windows, commit,
-group-failure barriers, retries with generations, poison isolation. How a settled cell flows
+"""The pure runtime: admission (demand-driven or by window count), per-Call FIFO reservation
+across parents and windows with a prefetch cap for unprobed parents, commit, group-failure
+barriers, retries with generations, poison isolation. How a settled cell flows
 on to its consumers (completion-driven reduce, zip, broadcast) is `curate.core.dataflow`. No Ray,
 no clock, no threads: executors call `admit`, `reserve`, `complete`, `fail` and `requeue`,
 and read `pop_finished`."""
@@ -15,6 +16,8 @@ from curate.core.outcome import DROPPED, FAILED, GROUP, PRESENT, SUPPRESSED, Bat
 from curate.core.plan import Plan
 from curate.errors import Cause, CurateError, EngineError
 
+PROBED = 255  # probe byte of a parent whose grains at a Call have had a report there
+
 
 @dataclass(slots=True)
 class Batch:
@@ -29,27 +32,89 @@ class Batch:
 
 
 class Scheduler(Dataflow):
-    """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees."""
+    """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees.
 
-    def __init__(self, plan: Plan, *, inflight: int = defaults.DEFAULT_INFLIGHT):
-        if not isinstance(inflight, int) or inflight < 1:
-            raise CurateError(f"inflight={inflight!r}; use a whole number >= 1 (input windows admitted at once)")
+    Admission. `inflight=None` (the default) admits on demand: one more input window while
+    the Calls that turn new inputs into work ("heads": root-level Calls with no reduce
+    upstream) each have fewer than `ready_batches` batches per replica ready, and some line of
+    "feed" Calls (a map, filter or expand Call below the roots, with the feed Calls up- and
+    downstream of it) is short everywhere (see `_short`), within `max_entities` live entities
+    and `max_bytes` payload bytes (as the executor reports them in `BatchReport.nbytes`). The
+    first window is always admitted. A whole number keeps the fixed rule: at most that many
+    windows at once, whatever the queues and budgets. `replicas` (per pool, from the plan; an
+    executor may overwrite it with the workers it runs) scales the targets.
+
+    Prefetch cap. At a nested Call, a parent that has had no report there yet has at most
+    `probe_grains` grains queued or in flight there; its further grains are held aside as they
+    become ready. At its first report (a commit, a drop, an item failure or a final failure)
+    they go back to the queue head, in order, behind grains put back there before them; if
+    that report was a GroupFailure they are SUPPRESSED without ever running. A failed or
+    requeued attempt keeps the parent probing. Held grains never leave a worker short: a batch
+    the queue cannot fill is topped up with them, oldest parent first. 0 turns the cap off."""
+
+    def __init__(self, plan: Plan, *, inflight: int | None = defaults.DEFAULT_INFLIGHT,
+                 ready_batches: int = defaults.DEFAULT_READY_BATCHES,
+                 max_entities: int = defaults.DEFAULT_ADMIT_ENTITIES,
+                 max_bytes: int = defaults.DEFAULT_ADMIT_BYTES,
+                 probe_grains: int = defaults.DEFAULT_PROBE_GRAINS):
+        if inflight is not None and (not _whole(inflight) or inflight < 1):
+            raise CurateError(f"inflight={inflight!r}; use a whole number >= 1 (input windows admitted at once), "
+                              "or None to admit on demand")
+        for name, v, lo, hi in (("ready_batches", ready_batches, 1, None), ("max_entities", max_entities, 1, None),
+                                ("max_bytes", max_bytes, 1, None), ("probe_grains", probe_grains, 0, PROBED - 1)):
+            if not _whole(v) or v < lo or (hi is not None and v > hi):
+                raise CurateError(f"{name}={v!r}; use a whole number >= {lo}" + (f" and <= {hi}" if hi else ""))
         super().__init__(plan)
         self.inflight = inflight
+        self.ready_batches, self.max_entities, self.max_bytes = ready_batches, max_entities, max_bytes
+        self.probe_grains = probe_grains
+        self.replicas = [p.replicas or 1 for p in plan.pools]  # executors may overwrite (workers they run)
         self.windows: dict[int, Window] = {}
         self.in_flight: dict[int, Batch] = {}
         self.stale_reports = 0
         self.admitted = 0  # roots admitted so far
         self.input_closed = False
+        self.live_bytes = 0  # payload bytes reported by the grains of live windows
+        self._released = 0  # entities of released windows
         self._retry: dict[tuple[int, int], list[int]] = {}  # (call, key) -> [generation, cap, attempts]
         self._next_wid = 0
         self._next_bid = 0
         self._next_base = 0
         self._call_node = [plan.nodes_by_id[c.node] for c in plan.calls]
+        self._capped = [probe_grains > 0 and n.grain_space != 0 for n in self._call_node]
+        self.held = [0] * len(plan.calls)  # grains held aside per Call (prefetch cap)
+        self._front = [0] * len(plan.calls)  # grains at each queue's head that were sent or put back there
+        self._heads, self._feed_lines = _admission_calls(plan)
 
     # ---- admission ------------------------------------------------------------------------
     def can_admit(self) -> bool:
-        return not self.input_closed and len(self.windows) < self.inflight
+        if self.input_closed:
+            return False
+        if self.inflight is not None:
+            return len(self.windows) < self.inflight
+        if not self.windows:
+            return True
+        if self.live_entities() >= self.max_entities or self.live_bytes >= self.max_bytes:
+            return False
+        for c in self._heads:
+            if len(self.queues[c]) >= self._target(c):
+                return False
+        if not self._feed_lines:
+            return True
+        return any(all(self._short(c) for c in line) for line in self._feed_lines)
+
+    def _short(self, call: int) -> bool:
+        """`call` needs more inputs: fewer than its target ready, counting grains held by the
+        prefetch cap (they come back after one report), or under one batch per replica ready
+        whatever is held (the held grains' parents may report only after its workers idle)."""
+        ready, spec = len(self.queues[call]), self.plan.calls[call]
+        low = spec.batch_size * self.replicas[spec.pool]
+        return ready < low or ready + self.held[call] < self.ready_batches * low
+
+    def _target(self, call: int) -> int:
+        """Ready grains that keep `call`'s workers busy: `ready_batches` batches per replica."""
+        spec = self.plan.calls[call]
+        return self.ready_batches * spec.batch_size * self.replicas[spec.pool]
 
     def admit(self, keys: list, values: list, indices: list[int] | None = None,
               failed: dict[int, Cause] | None = None) -> int:
@@ -89,14 +154,16 @@ class Scheduler(Dataflow):
         return self.input_closed and not self.windows
 
     def live_entities(self) -> int:
-        return sum(w.size() for w in self.windows.values())
+        """Entities of every level in the admitted windows (kept as a running count)."""
+        return sum(self.created) - self._released
 
     # ---- reservation ----------------------------------------------------------------------
     def ready(self, call: int) -> int:
         return len(self.queues[call])
 
     def reserve(self, call: int, limit: int | None = None) -> Batch | None:
-        """Take up to batch_size ready grains of `call` from its queue head, any parents."""
+        """Take up to batch_size ready grains of `call` from its queue head, any parents; if the
+        queue runs dry first, grains held by the prefetch cap top the batch up (`_top_up`)."""
         q = self.queues[call]
         spec = self.plan.calls[call]
         cap = spec.batch_size if limit is None else min(limit, spec.batch_size)
@@ -104,7 +171,7 @@ class Scheduler(Dataflow):
         nested = node.grain_space != 0
         keys: list[int] = []
         gens: list[int] = []
-        windows, retry = self.windows, self._retry
+        windows, retry, front = self.windows, self._retry, self._front
         while q and len(keys) < cap:
             key = q[0]
             gen = 0
@@ -116,11 +183,15 @@ class Scheduler(Dataflow):
                     cap = min(cap, st[1])
                     gen = st[0]
             q.popleft()
+            if front[call]:
+                front[call] -= 1
             if nested and self._suppressed(node, windows[key >> KEY_BITS], key & KEY_MASK):
                 retry.pop((call, key), None)
                 continue
             keys.append(key)
             gens.append(gen)
+        if keys and not q and len(keys) < cap and self.held[call]:
+            self._top_up(call, keys, gens, cap)
         if not keys:
             return None
         inputs = [self._input(node, windows[k >> KEY_BITS], k & KEY_MASK) for k in keys]
@@ -167,11 +238,19 @@ class Scheduler(Dataflow):
         if len(values) != len(b.keys):
             raise EngineError(f"report of batch {batch_id} has {len(values)} values for {len(b.keys)} grains")
         windows, retry, cnt = self.windows, self._retry, self.counters[call]
+        capped, probed = self._capped[call], None
+        if report.nbytes:
+            self._add_bytes(b.keys, report.nbytes)
         for i, key in enumerate(b.keys):
             w = windows[key >> KEY_BITS]
             idx = key & KEY_MASK
             if retry:
                 retry.pop((call, key), None)
+            if capped:  # the first report of its parent here: its held grains may go
+                par = w.parent[gspace][idx]
+                if w.probe[call][par] != PROBED:
+                    w.probe[call][par] = PROBED
+                    (probed := probed or []).append((w, par))
             if nested and self._suppressed(node, w, idx):  # a sibling failed while it was in flight
                 continue
             code = PRESENT if codes is None else codes[i]
@@ -190,6 +269,8 @@ class Scheduler(Dataflow):
                     w.barriers[(call, w.parent[gspace][idx])] = causes[i]
                 cnt.failed += 1
                 self._resolve_grain(node, w, idx, FAILED, causes[i])
+        if probed:
+            self._release_held(call, probed)
         return True
 
     def fail(self, batch_id: int, cause: Cause) -> bool:
@@ -201,7 +282,7 @@ class Scheduler(Dataflow):
             return False
         call, n = b.call, len(b.keys)
         spec, node, cnt = self.plan.calls[call], self._call_node[call], self.counters[call]
-        requeue = []
+        requeue, probed = [], None
         for key in b.keys:
             st = self._retry_state(call, key)
             st[0] += 1
@@ -212,10 +293,18 @@ class Scheduler(Dataflow):
                 if st[2] > spec.retries or cause.kind == "input" or st[0] >= defaults.MAX_GENERATION:
                     del self._retry[(call, key)]
                     cnt.failed += 1
-                    self._resolve_grain(node, self.windows[key >> KEY_BITS], key & KEY_MASK, FAILED, cause)
+                    w, idx = self.windows[key >> KEY_BITS], key & KEY_MASK
+                    if self._capped[call]:  # a final failure is its parent's first report here
+                        par = w.parent[node.grain_space][idx]
+                        if w.probe[call][par] != PROBED:
+                            w.probe[call][par] = PROBED
+                            (probed := probed or []).append((w, par))
+                    self._resolve_grain(node, w, idx, FAILED, cause)
                     continue
             requeue.append(key)
-        self._send_back(call, requeue)
+        self._send_back(call, requeue)  # a retried attempt keeps its parent probing
+        if probed:
+            self._release_held(call, probed)
         return True
 
     def requeue(self, batch_id: int) -> bool:
@@ -240,10 +329,97 @@ class Scheduler(Dataflow):
         """[generation, batch cap, isolated attempts] of a grain that has been sent back."""
         return self._retry.setdefault((call, key), [0, self.plan.calls[call].batch_size, 0])
 
+    def _enqueue(self, call: int, w: Window, idx: int) -> None:
+        """Prefetch cap: a parent with no report yet at a nested Call has at most `probe_grains`
+        grains queued or in flight there; its further grains are held aside until that report.
+        Held grains are not ready: admission and executors see only what may run now."""
+        if self._capped[call]:
+            par = w.parent[self._call_node[call].grain_space][idx]
+            pr = w.probe[call]
+            n = pr[par]
+            if n != PROBED:
+                if n >= self.probe_grains:
+                    groups = w.held.get(call)
+                    if groups is None:
+                        groups = w.held[call] = {}
+                    held = groups.get(par)
+                    if held is None:
+                        groups[par] = [(w.wid << KEY_BITS) | idx]
+                    else:
+                        held.append((w.wid << KEY_BITS) | idx)
+                    self.held[call] += 1
+                    return
+                pr[par] = n + 1
+        self.queues[call].append((w.wid << KEY_BITS) | idx)
+
+    def _top_up(self, call: int, keys: list[int], gens: list[int], cap: int) -> None:
+        """The queue ran dry before the batch was full: fill it with held grains, oldest parent
+        first, rather than leave the worker short (the batch costs its fixed part anyway). Their
+        parents keep probing: the first report of any of their grains releases the rest."""
+        want = need = cap - len(keys)
+        for w in self.windows.values():
+            groups = w.held.get(call)
+            if not groups:
+                continue
+            emptied = []
+            for par, held in groups.items():
+                take = held[:need]
+                del held[:need]
+                keys += take
+                gens += [0] * len(take)
+                need -= len(take)
+                if not held:
+                    emptied.append(par)
+                if not need:
+                    break
+            for par in emptied:
+                del groups[par]
+            if not need:
+                break
+        self.held[call] -= want - need
+
+    def _release_held(self, call: int, probed: list[tuple[Window, int]]) -> None:
+        """Parents just probed at `call`: their held grains go back to the queue head in order,
+        or, where that first report was a GroupFailure, are SUPPRESSED without running."""
+        node, back = self._call_node[call], []
+        for w, par in probed:
+            groups = w.held.get(call)
+            held = groups.pop(par, None) if groups else None
+            if held is None:
+                continue
+            self.held[call] -= len(held)
+            bar = w.barriers.get((call, par)) if w.barriers else None
+            if bar is None:
+                back.extend(held)
+                continue
+            self.counters[call].suppressed += len(held)
+            for key in held:
+                self._retry.pop((call, key), None)
+                self._resolve_grain(node, w, key & KEY_MASK, SUPPRESSED, bar)
+        if back:  # behind the grains sent back before them, ahead of those that arrived later
+            q, n = self.queues[call], self._front[call]
+            q.rotate(-n)
+            q.extendleft(reversed(back))
+            q.rotate(n)
+            self._front[call] = n + len(back)
+
+    def _add_bytes(self, keys: list[int], nbytes: int) -> None:
+        """Charge a batch's payload bytes to the windows of its grains, in proportion to their
+        grains; a window forgets its bytes when it is released."""
+        per_window: dict[int, int] = {}
+        for key in keys:
+            wid = key >> KEY_BITS
+            per_window[wid] = per_window.get(wid, 0) + 1
+        for wid, k in per_window.items():
+            share = nbytes * k // len(keys)
+            self.windows[wid].nbytes += share
+            self.live_bytes += share
+
     def _send_back(self, call: int, keys: list[int]) -> None:
         """Requeue grains at the queue head, in their order: their parents finish first."""
         self.counters[call].retries += len(keys)
         self.queues[call].extendleft(reversed(keys))
+        self._front[call] += len(keys)
 
     # ---- completion -----------------------------------------------------------------------
     def pop_finished(self) -> list[tuple[Window, int]]:
@@ -257,3 +433,32 @@ class Scheduler(Dataflow):
         w.roots_left -= 1
         if w.roots_left == 0:
             del self.windows[w.wid]
+            self._released += w.size()
+            self.live_bytes -= w.nbytes
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _admission_calls(plan: Plan) -> tuple[list[int], list[list[int]]]:
+    """The Calls demand-driven admission watches. Heads: root-level Calls with no reduce
+    upstream (they turn new inputs into work). Feed lines: per map, filter or expand Call
+    below the roots (the pools admission feeds), itself and the feed Calls up- and downstream
+    of it. A starved feed Call behind a full one (or ahead of one) waits for that one, so a
+    cheap stage next to the bottleneck never pulls in more inputs than the bottleneck needs."""
+    by_slot = {n.out_slot: n for n in plan.nodes}
+    by_slot.update({n.grain_slot: n for n in plan.nodes})
+    up: dict[int, set[int]] = {}  # node -> every node upstream of it
+    for n in plan.nodes:  # topological order
+        direct = [by_slot[s].id for s in n.in_slots]
+        if n.expand >= 0:
+            direct.append(n.expand)
+        up[n.id] = set(direct).union(*(up[d] for d in direct))
+    nodes = plan.nodes_by_id
+    after_reduce = {n.id for n in plan.nodes
+                    if n.kind == "reduce" or any(nodes[u].kind == "reduce" for u in up[n.id])}
+    heads = [n.call for n in plan.nodes if n.call >= 0 and n.grain_space == 0 and n.id not in after_reduce]
+    feeds = [n for n in plan.nodes if n.call >= 0 and n.grain_space != 0 and n.kind != "reduce"]
+    lines = [sorted(g.call for g in feeds if g is f or g.id in up[f.id] or f.id in up[g.id]) for f in feeds]
+    return heads, lines

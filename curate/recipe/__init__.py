@@ -49,8 +49,8 @@ Input paths are relative to the recipe's directory (list-file entries: to the li
 the recipe plus a content hash (`curate.io.sources.path_key`). Parquet values that are not
 paths (no `paths: true`) are yielded as they are and keyed by input index.
 
-Run options go to `curate.run`: executor, input_batch_size, inflight, address, ray_init,
-pipeline_depth, output_dir (as written: relative to where the run starts), resume, progress,
+Run options go to `curate.run`: executor, input_batch_size, inflight, max_live_entities,
+max_live_bytes, address, ray_init, pipeline_depth, output_dir (as written: relative to where the run starts), resume, progress,
 sink_options.
 
 Overrides: `--set run.inflight=8`, `--set pools.stats.replicas=4`, `--set steps.6.map.batch_size=16`

@@ -20,7 +20,7 @@ STAGE_KEYS = ("stage", "init", "batch_size", "replicas", "retries", "name", "tim
 POOL_CALL_KEYS = ("pool", "method", "batch_size", "retries", "name", "timeout_s")
 POOL_KEYS = ("class", "init", "replicas", *RESOURCE_KEYS)
 OUTPUT_KEYS = ("step", "schema", "files")  # an output as a mapping: {step: ID, schema: ..., files: ...}
-RUN_KEYS = ("executor", "input_batch_size", "inflight", "address", "ray_init", "pipeline_depth",
+RUN_KEYS = ("executor", "input_batch_size", "inflight", "max_live_entities", "max_live_bytes", "address", "ray_init", "pipeline_depth",
             "output_dir", "resume", "progress", "sink_options")
 
 
@@ -45,6 +45,8 @@ CHECKS = {
     "retries": (_whole(0), "a whole number >= 0", "retries: 3"),
     "input_batch_size": (_whole(1), "a whole number >= 1", "input_batch_size: 16"),
     "inflight": (_whole(1), "a whole number >= 1", "inflight: 4"),
+    "max_live_entities": (_whole(1), "a whole number >= 1", "max_live_entities: 500000"),
+    "max_live_bytes": (_whole(1), "a whole number of bytes >= 1", "max_live_bytes: 2147483648"),
     "pipeline_depth": (_whole(1), "a whole number >= 1", "pipeline_depth: 2"),
     "num_cpus": (_amount, "a number >= 0", "num_cpus: 0.25"),
     "num_gpus": (_amount, "a number >= 0", "num_gpus: 1"),
