@@ -5,6 +5,7 @@
 - `InputError`: a stage says its input is bad (encrypted PDF, truncated video); not retried.
 - `TransientError`: a stage says the failure may pass (a flaky mount); retried like any exception.
 - `WorkerDied`: the process running a batch went away; the batch is retried.
+- `StageSetupError`: a stage's class could not be built (missing weights): its items FAIL, unretried.
 - `RootKeyError`: `key=` gave no usable stable key for an input (None, a duplicate, it raised).
 - `EngineError`: a bug in curate itself; please report it.
 """
@@ -72,6 +73,13 @@ class RootKeyError(CurateError):
     than str / int, or returned a key another input already has."""
 
 
+class StageSetupError(CurateError):
+    """A stage's class could not be built on its worker: its constructor raised a CurateError
+    (missing weights, bad options, a missing dependency). Every item sent to it FAILS at once,
+    with this cause, without retries (raise TransientError from a constructor that may succeed
+    on a second try)."""
+
+
 class EngineError(CurateError):
     """An internal invariant of curate broke: a bug to report, not a user mistake."""
 
@@ -80,7 +88,7 @@ class EngineError(CurateError):
 class Cause:
     """Why an item is not PRESENT: who must act (`kind`), a message, and where it came from."""
 
-    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "group" | "item"
+    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "setup" | "group" | "item"
     message: str
     call: str = ""  # name of the Call where it happened
     error_type: str = ""  # exception class name, when an exception caused it
@@ -120,7 +128,19 @@ class Cause:
 
 
 def _kind_of(exc: BaseException) -> str:
-    for cls, kind in ((InputError, "input"), (TransientError, "transient"), (WorkerDied, "worker_died")):
+    for cls, kind in ((InputError, "input"), (TransientError, "transient"), (WorkerDied, "worker_died"),
+                      (StageSetupError, "setup")):
         if isinstance(exc, cls):
             return kind
     return "user_code"
+
+
+def build_stage(target, init: dict, name: str):
+    """`target(**init)` on a worker; a CurateError from the constructor (not a TransientError)
+    becomes a StageSetupError, so its items fail at once instead of being retried."""
+    try:
+        return target(**init)
+    except TransientError:
+        raise
+    except CurateError as exc:
+        raise StageSetupError(f"{name} could not be built on its worker: {exc}") from exc

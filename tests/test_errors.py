@@ -91,3 +91,21 @@ def test_a_refused_run_is_not_recorded_and_a_failed_one_names_only_files_that_ex
     runs = json.loads(man.read_text())["runs"]
     assert [r["status"] for r in runs] == ["failed"] and "RootKeyError" in runs[0]["error"]
     assert (out / runs[0]["metrics"]).exists()
+
+
+def test_a_stage_that_cannot_be_built_fails_its_items_at_once(executor, recorder):
+    class Model:
+        def __init__(self, path):
+            recorder.add("build")
+            raise cu.CurateError(f"no weights at {path}; download them first")
+
+        def __call__(self, xs):
+            return xs
+
+    pipe = cu.Pipeline(Doc)
+    pipe.output("out", pipe.source.map(cu.stage(Model, init={"path": "/nowhere"}, batch_size=4)))
+    res = cu.run(pipe, range(6), executor=executor)
+    items = res.items("out")
+    assert all(it.status is cu.Status.FAILED for it in items)
+    assert items[0].cause.kind == "setup" and "no weights at /nowhere" in items[0].cause.message
+    assert len(recorder.values("build")) == 2  # one attempt per batch of 4, no retries, no splitting

@@ -276,7 +276,8 @@ class Scheduler(Dataflow):
     def fail(self, batch_id: int, cause: Cause) -> bool:
         """An attempt failed (exception, dead worker): requeue its grains with generation+1 at
         the queue head, capped to half the batch so repeated failures isolate the poison item;
-        an isolated grain out of retries (or with bad input) is FAILED."""
+        an isolated grain out of retries (or with bad input) is FAILED. A stage that could not
+        be built (cause kind "setup") FAILS the whole batch at once, without retries."""
         b = self._take(batch_id)
         if b is None:
             return False
@@ -286,11 +287,12 @@ class Scheduler(Dataflow):
         for key in b.keys:
             st = self._retry_state(call, key)
             st[0] += 1
-            if n > 1:
+            final = cause.kind == "setup"  # the stage cannot even be built: no item can succeed
+            if n > 1 and not final:
                 st[1] = min(st[1], (n + 1) // 2)
             else:
                 st[2] += 1
-                if st[2] > spec.retries or cause.kind == "input" or st[0] >= defaults.MAX_GENERATION:
+                if final or st[2] > spec.retries or cause.kind == "input" or st[0] >= defaults.MAX_GENERATION:
                     del self._retry[(call, key)]
                     cnt.failed += 1
                     w, idx = self.windows[key >> KEY_BITS], key & KEY_MASK

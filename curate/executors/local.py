@@ -13,7 +13,7 @@ import threading
 import time
 
 from curate.batch import run_batch
-from curate.errors import Cause
+from curate.errors import Cause, build_stage
 from curate.executors import PoolReport, WorkerStats, timeout_cause
 from curate.fingerprint import warm_key
 
@@ -35,7 +35,7 @@ class _Worker(threading.Thread):
         if not self.pool.is_class:
             return self.pool.target
         if self._obj is None:
-            self._obj = self.pool.target(**self.pool.init)
+            self._obj = build_stage(self.pool.target, self.pool.init, self.pool.name)
         return getattr(self._obj, call.method)
 
     def run(self) -> None:

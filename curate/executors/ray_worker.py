@@ -15,7 +15,7 @@ from ray import cloudpickle
 
 from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
-from curate.errors import Cause, EngineError
+from curate.errors import Cause, EngineError, build_stage
 
 
 class _Counter:
@@ -112,7 +112,7 @@ class PoolWorker:
         if self._target is None:
             return what
         if self._obj is None:
-            self._obj = self._target(**self._init)
+            self._obj = build_stage(self._target, self._init, getattr(self._target, "__name__", "the stage"))
         return getattr(self._obj, what)
 
     @ray.method(num_returns=2)
