@@ -9,7 +9,7 @@ from curate.errors import CurateError
 EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "pyyaml", "pymupdf": "pdf", "fitz": "pdf",
           "rapidocr_onnxruntime": "pdf", "mineru": "mineru", "mineru_vl_utils": "mineru", "transformers": "vlm",
           "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video", "decord": "video",
-          "cv2": "video"}
+          "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru"}
 
 
 def require(module: str, what: str):
