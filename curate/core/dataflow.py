@@ -45,6 +45,10 @@ class Dataflow:
         self._bcasts_of = {e: [n for n in plan.nodes if n.kind == "broadcast" and n.expand == e]
                            for e in self.layout.expand_space}
         self._consumers = [[(nodes[i], rel) for i, rel in cs] for cs in plan.consumers]
+        # the slot whose settling means a node has read its inputs for good: a Call's grain cell,
+        # a zip's or broadcast's output
+        self._reads_done = {(n.grain_slot if n.call >= 0 else n.out_slot): n for n in plan.nodes
+                            if n.kind != "source" and any(s in self.layout.readers for s in n.in_slots)}
 
     # ---- state transitions ----------------------------------------------------------------
     def _settle(self, w: Window, slot: int, idx: int, status: int, value=None, cause=None) -> None:
@@ -56,6 +60,8 @@ class Dataflow:
             w.value[slot][idx] = value
         else:
             w.causes[(slot, idx)] = cause
+        if slot in self._reads_done:
+            self._release_inputs(self._reads_done[slot], w, idx)
         r = w.root[self.layout.slot_space[slot]][idx]
         if slot in self._last_slot:
             self.completed[self._last_slot[slot]] += 1
@@ -63,6 +69,24 @@ class Dataflow:
         if w.root_open[r] == 0:
             self._finished.append((w, r))
         self._notify(w, slot, idx)
+
+    def _release_inputs(self, n, w: Window, idx: int) -> None:
+        """Node `n` has read its inputs at `idx` for good (a reduce: those of `idx`'s children):
+        drop each input value no other consumer still needs."""
+        readers = self.layout.readers
+        for s in n.in_slots:
+            if s not in readers:
+                continue
+            if n.kind == "reduce":
+                c = w.count[n.expand][idx]
+                targets = range(w.first[n.expand][idx], w.first[n.expand][idx] + c) if c > 0 else ()
+            else:
+                targets = (idx,)
+            uses, values = w.uses[s], w.value[s]
+            for i in targets:
+                uses[i] -= 1
+                if uses[i] == 0:
+                    values[i] = None
 
     def _resolve_grain(self, node, w: Window, idx: int, status: int, cause) -> None:
         """A grain ends without a value: its cell (and for an expand, its reduces) say why."""

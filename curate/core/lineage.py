@@ -26,7 +26,7 @@ class Window:
 
     __slots__ = ("wid", "indices", "keys", "parent", "root", "status", "value", "pending", "first",
                  "count", "remaining", "causes", "barriers", "root_open", "roots_left", "probe", "held",
-                 "nbytes")
+                 "nbytes", "uses")
 
     def __init__(self, wid: int, indices: list[int], keys: list, layout: Layout):
         n = len(keys)
@@ -47,6 +47,8 @@ class Window:
         self.probe = {c: bytearray() for c in layout.probe_calls}
         self.held: dict[int, dict[int, list[int]]] = {}  # call -> parent -> grain keys held until it is probed
         self.nbytes = 0  # payload bytes its committed grains reported (admission's bytes budget)
+        # releasable slot -> per entity: consumers that have not finished reading its value yet
+        self.uses = {sl: bytearray() for sl in layout.readers}
         self.root_open = array("i", [layout.pending_per_entity[0]] * n)
         self.roots_left = n
         self._grow(layout, 0, -1, n, range(n))
@@ -58,6 +60,8 @@ class Window:
         for slot in layout.space_slots[space]:
             self.status[slot].extend(bytes(n))
             self.value[slot].extend([None] * n)
+            if slot in layout.readers:
+                self.uses[slot].extend(bytes([layout.readers[slot]]) * n)
         for z in layout.space_zips[space]:
             self.pending[z].extend(bytes([layout.zip_arity[z]]) * n)
         for e in layout.space_expands[space]:
@@ -110,5 +114,11 @@ class Layout:
                   for s in (plan.spaces[n.grain_space],)]
         self.probe_calls = [c for c, _ in nested]
         self.space_probes = [[c for c, ps in nested if ps == s] for s in range(nsp)]
+        # A value nobody reads any more is dropped (frames once their clip's caption is made), so a
+        # long video does not pin all its pixels until it ends: every slot but the outputs and the
+        # parents of broadcasts, with its number of consumers (each reads it once per entity).
+        outputs = {plan.output_slot(name) for name in plan.outputs}
+        self.readers = {sl: len(cs) for sl, cs in enumerate(plan.consumers)
+                        if sl not in outputs and cs and len(cs) < 256 and all(rel != "bcast" for _, rel in cs)}
         born_present = {plan.source_slot} | set(self.expand_out.values())
         self.pending_per_entity = [sum(1 for sl in s.slots if sl not in born_present) for s in plan.spaces]
