@@ -55,6 +55,7 @@ class VideoRecord:
     variable_fps: bool = False
     decoder: str = "pyav"
     notes: tuple[str, ...] = ()  # what the probe noticed and worked around (decode errors, ...)
+    start_offset_s: float = 0.0  # the first frame's timestamp in the container: record times are relative to it
 
     def __post_init__(self):
         if self.decoder not in DECODERS:
@@ -81,6 +82,7 @@ class ClipRecord:
     decoder: str = "pyav"
     split: str = "shot"
     decisions: tuple[str, ...] = ()  # what the splitter decided about it ("merged a 0.4 s shot", ...)
+    start_offset_s: float = 0.0  # the video's `start_offset_s`: where time 0.0 is in the container
 
     def __post_init__(self):
         if not (0 <= self.start_s < self.end_s):
@@ -120,6 +122,57 @@ class ClipScores:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoredClip:
+    """A clip with every filter's verdict on it: what the scoring map gives and the filters read,
+    so a clip is decoded once for all its scores and keeps them in its row."""
+
+    clip: ClipRecord
+    scores: tuple[ClipScores, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.clip, ClipRecord):
+            raise TypeError(f"a ScoredClip holds a ClipRecord, not {type(self.clip).__name__}")
+
+    @property
+    def passed(self) -> bool:
+        """Whether every filter passed it."""
+        return all(s.passed for s in self.scores)
+
+    def score_map(self) -> dict[str, float]:
+        """Filter name -> score (what the clips table keeps)."""
+        return {s.name: s.score for s in self.scores}
+
+
+def clip_of(item) -> ClipRecord:
+    """The ClipRecord of a stage's item: a ClipRecord, or a ScoredClip holding one."""
+    if isinstance(item, ScoredClip):
+        return item.clip
+    if isinstance(item, ClipRecord):
+        return item
+    raise TypeError(f"a clip stage takes a ClipRecord or a ScoredClip, not {type(item).__name__}; "
+                    "feed it the clips (or the scored clips) of the video")
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedClip:
+    """A clip encoded as its own small video file: its bytes (`clip_file`, written by the run's
+    sink, never by the stage), and how it was encoded."""
+
+    clip_file: bytes
+    codec: str
+    container: str
+    width: int
+    height: int
+    frames: int
+    start_s: float
+    end_s: float
+
+    def __post_init__(self):
+        if not self.clip_file or self.frames < 1:
+            raise ValueError(f"an encoded clip [{self.start_s}, {self.end_s}) s needs bytes and at least one frame")
+
+
+@dataclass(frozen=True, slots=True)
 class ClipCaption:
     """A clip's caption and what made it (the clips table's payload)."""
 
@@ -130,7 +183,11 @@ class ClipCaption:
     start_s: float
     end_s: float
     scores: dict = field(default_factory=dict)  # filter name -> score
-    clip_file: str | None = None  # the clip's own file, when extracted (written through the sink)
+    # The clip's own file, when extracted: its encoded bytes (`EncodedClip.clip_file`), which the
+    # run's sink writes as a file (`files={"clip_file": ...}`), leaving the file's path in the column.
+    clip_file: bytes | str | None = None
+    split: str = ""  # how the clip was made (ClipRecord.split) ...
+    decisions: tuple[str, ...] = ()  # ... and what the splitter decided about it (ClipRecord.decisions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,483 @@
+"""Qwen2.5-VL captions of video clips, batched across clips of many videos on one shared pool.
+
+Two tasks of one actor (`captioner = cu.Pool(QwenVL, init=...)`), so one model serves both Calls:
+
+- `caption(clips)`: per clip, its frames in time order (a list of FrameRecords, what a reduce
+  Frame -> Clip hands over; or a `protocols.CaptionItem`) -> its caption, a str.
+  `caption_clips` is the same Call returning `ClipCaption` records (caption, model, prompt,
+  frames), what the recipes use.
+- `summarize(videos)`: per video, its clip captions in order (str, or records with `caption`)
+  -> a summary of the video (None for a video without captions, or with `summaries: false`).
+
+Frames go to the model as images, one `<|image_pad|>` block per frame in one user message,
+never through Qwen2.5-VL's video path: that needs transformers' video processor, which needs
+torchvision (not on a CPU-only install), and images travel the same way through all three
+engines (transformers, vLLM's `multi_modal_data`, OpenAI `image_url` parts). The price: a
+frame costs its own vision tokens (the video path merges two frames per temporal patch) and time
+is given by order and by the timestamps in the prompt, not by M-RoPE's time ids; `max_pixels`
+caps each frame's size, hence its tokens.
+
+Engines (`engine`), one per actor; the prompt, frame preparation and output cleanup are shared:
+
+- `transformers` (CPU or GPU): the checkpoint through `Qwen2_5_VLForConditionalGeneration
+  .from_pretrained`, with the slow (PIL) image processor, so no torchvision; `batch_size`
+  sequences per `generate`, left-padded, clips of similar frame counts together.
+- `vllm` (GPU): vLLM's offline `LLM(...)` in the actor, `LLM.generate` with `multi_modal_data`
+  (a whole Call batch at once: vLLM schedules it); `gpu_memory_utilization`, `max_model_len`,
+  `engine_options` (more `LLM` keywords).
+- `http`: a running OpenAI-compatible server (`vllm serve MODEL --limit-mm-per-prompt
+  '{"image": 32}'`) at `server_url`, chat completions with `image_url` data-URL parts, at most
+  `max_concurrency` requests in flight per actor; the actor holds no weights (no GPU).
+
+`model` is a local directory (nothing downloads). `python -m curate.models.testing PATH` writes
+a tiny random one for tests (`curate.models.testing`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import importlib.util
+import io
+import json
+import math
+import re
+import string
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from curate.modalities.video.records import MAX_FRAMES_PER_CLIP, ClipCaption
+
+import curate as cu
+from curate.deps import require
+from curate.errors import CurateError
+
+ENGINES = ("transformers", "vllm", "http")
+DEFAULT_PROMPT = ("These {frames} frames are sampled in time order from one video clip, at {timestamps} s. "
+                  "Describe the clip in one or two sentences: the setting, the main subjects and what they do.")
+DEFAULT_SUMMARY_PROMPT = ("Here are the captions of the consecutive clips of one video, in order:\n{captions}\n"
+                          "Summarize the whole video in two or three sentences.")
+PROMPT_FIELDS = {"caption": ("frames", "timestamps"), "summary": ("captions", "clips")}
+DEFAULT_MAX_NEW_TOKENS = 128  # a caption of one or two sentences, with room to finish them
+DEFAULT_SUMMARY_MAX_NEW_TOKENS = 256
+# Sequences per generate() on the transformers engine (a 7B model's activations for 4 clips of
+# 32 frames fit a 24 GB GPU); vLLM schedules a whole Call batch itself; HTTP sends max_concurrency.
+DEFAULT_BATCH_SIZE = {"transformers": 4, "vllm": 0, "http": 0}
+DEFAULT_MAX_PIXELS = 448 * 448  # per frame: at most 256 vision tokens (the frames stage sizes them smaller)
+DEFAULT_MAX_CONCURRENCY = 16  # requests in flight per actor on the http engine
+HTTP_TIMEOUT_S = 600  # one request: a long generation on a busy server
+DOWNLOAD = ("download it first, e.g. huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct --local-dir "
+            "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.testing "
+            "/tmp/tiny-qwen25vl), then give its path: --set pools.captioner.init.model=/models/Qwen2.5-VL-7B-Instruct")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One generation: chat messages with `{"type": "image"}` placeholders, and those images in order."""
+
+    messages: list
+    images: list
+
+
+class QwenVL:
+    """Qwen2.5-VL as a captioner; meant for a shared pool: `captioner = cu.Pool(QwenVL, init={"model":
+    path})`, then `frames.reduce(captioner.stage("caption_clips", batch_size=16))` (Frame -> Clip)
+    and `clip_rows.reduce(captioner.stage("summarize"))` (Clip -> Video)."""
+
+    def __init__(self, model: str | None = None, engine: str = "transformers", device: str = "auto",
+                 dtype: str = "auto", batch_size: int | None = None, prompt: str = DEFAULT_PROMPT,
+                 summary_prompt: str = DEFAULT_SUMMARY_PROMPT, summaries: bool = True,
+                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                 summary_max_new_tokens: int = DEFAULT_SUMMARY_MAX_NEW_TOKENS, temperature: float = 0.0,
+                 top_p: float = 1.0, repetition_penalty: float = 1.05, max_frames: int = MAX_FRAMES_PER_CLIP,
+                 max_pixels: int = DEFAULT_MAX_PIXELS, model_name: str | None = None,
+                 server_url: str | None = None, max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+                 http_timeout_s: float = HTTP_TIMEOUT_S, image_format: str = "jpeg",
+                 gpu_memory_utilization: float = 0.9, max_model_len: int = 16384,
+                 engine_options: dict | None = None):
+        check_options(model=model, engine=engine, server_url=server_url, prompt=prompt, summary_prompt=summary_prompt,
+                      batch_size=batch_size, max_new_tokens=max_new_tokens, max_frames=max_frames,
+                      max_pixels=max_pixels, max_concurrency=max_concurrency, image_format=image_format)
+        self.engine_name, self.prompt, self.summary_prompt, self.summaries = engine, prompt, summary_prompt, summaries
+        self.max_frames, self.max_pixels = max_frames, max_pixels
+        self.model_name = model_name or (Path(model).name if model else None)
+        self.sampling = {"temperature": float(temperature), "top_p": float(top_p),
+                         "repetition_penalty": float(repetition_penalty)}
+        self.max_new_tokens, self.summary_max_new_tokens = max_new_tokens, summary_max_new_tokens
+        size = DEFAULT_BATCH_SIZE[engine] if batch_size is None else batch_size
+        if engine == "transformers":
+            self.engine = TransformersEngine(model, device, dtype, size, self.sampling)
+        elif engine == "vllm":
+            self.engine = VllmEngine(model, self.sampling, max_frames=max_frames, dtype=dtype,
+                                     gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                                     **(engine_options or {}))
+        else:
+            self.engine = HttpEngine(server_url, model_name, max_concurrency, http_timeout_s, self.sampling,
+                                     image_format)
+            self.model_name = self.engine.model_name
+
+    # ---- the tasks ------------------------------------------------------------------------------
+    def caption(self, clips: list) -> list:
+        """Per clip (its frames in time order, or a CaptionItem): its caption, or an ItemFailure."""
+        return [c.caption if isinstance(c, ClipCaption) else c for c in self.caption_clips(clips)]
+
+    def caption_clips(self, clips: list) -> list:
+        """Per clip: a `ClipCaption` (caption, model, prompt template, frames, the span of its frames),
+        or an ItemFailure. The recipes' Call: the clips table takes model and prompt from here."""
+        results: list = [None] * len(clips)
+        todo: list[tuple[int, Request, ClipCaption]] = []
+        for i, clip in enumerate(clips):
+            try:
+                frames, prompt, times = caption_item(clip, self.prompt)
+            except cu.InputError as exc:
+                results[i] = cu.ItemFailure(exc)
+                continue
+            frames, times = evenly(frames, self.max_frames), evenly(times, self.max_frames)
+            text = fill(prompt, frames=len(frames), timestamps=", ".join(f"{t:.1f}" for t in times) or "unknown")
+            images = [to_pil(f, self.max_pixels) for f in frames]
+            first, last = (times[0], times[-1]) if times else (0.0, 0.0)
+            made = ClipCaption("", self.model_name or "", prompt, len(frames), first, last)
+            todo.append((i, caption_request(images, text), made))
+        if todo:
+            texts = self.engine.generate([r for _, r, _ in todo], self.max_new_tokens)
+            for (i, _, made), text in zip(todo, texts, strict=True):
+                failed = isinstance(text, cu.ItemFailure)
+                results[i] = text if failed else dataclasses.replace(made, caption=clean_text(text))
+        return results
+
+    def summarize(self, videos: list) -> list:
+        """Per video (its clip captions in order): a summary; None without captions or with summaries off."""
+        results: list = [None] * len(videos)
+        todo = []
+        for i, captions in enumerate(videos):
+            texts = [t for t in (_caption_text(c) for c in captions or []) if t]
+            if self.summaries and texts:
+                listed = "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
+                todo.append((i, Request([{"role": "user", "content": fill(self.summary_prompt, captions=listed,
+                                                                           clips=len(texts))}], [])))
+        if todo:
+            texts = self.engine.generate([r for _, r in todo], self.summary_max_new_tokens)
+            for (i, _), text in zip(todo, texts, strict=True):
+                results[i] = text if isinstance(text, cu.ItemFailure) else clean_text(text)
+        return results
+
+    def close(self) -> None:
+        """Release the engine's threads (http); the model goes with the actor."""
+        getattr(self.engine, "close", lambda: None)()
+
+
+# ---- shared: items, prompts, frames, output ------------------------------------------------------
+def caption_item(item, default_prompt: str) -> tuple[list, str, list[float]]:
+    """(frames, prompt template, timestamps) of one caption item: a list of FrameRecords (or images),
+    a mapping or an object with `frames` (and optional `prompt`); InputError when it has no frames."""
+    if isinstance(item, (list, tuple)):
+        frames, prompt = list(item), default_prompt
+    elif isinstance(item, Mapping) or hasattr(item, "frames"):
+        get = item.get if isinstance(item, Mapping) else lambda k: getattr(item, k, None)
+        frames, prompt = get("frames"), get("prompt") or default_prompt
+        if not isinstance(frames, (list, tuple)):
+            raise cu.InputError(f"a caption item's frames must be a list of frames; got {type(frames).__name__}")
+        frames = list(frames)
+    else:
+        raise cu.InputError(f"caption takes per clip its frames in time order (a list of FrameRecords) or a "
+                            f"mapping with frames and prompt; got {type(item).__name__}")
+    if not frames:
+        raise cu.InputError("the clip has no frames to caption; sample at least one frame per clip (the frames "
+                            "stage's fps and size), or filter out clips too short to sample")
+    images, times = [], []
+    for n, frame in enumerate(frames):
+        image = getattr(frame, "image", frame)
+        shape = getattr(image, "shape", None)
+        size = getattr(image, "size", None)
+        if shape is not None and (len(shape) != 3 or shape[2] != 3 or not shape[0] or not shape[1]):
+            raise cu.InputError(f"frame {n} of the clip has shape {tuple(shape)}, not a non-empty HxWx3 image")
+        if shape is None and not (isinstance(size, tuple) and len(size) == 2 and all(size)):
+            raise cu.InputError(f"frame {n} of the clip is a {type(frame).__name__}, not a FrameRecord or an image")
+        images.append(image)
+        if getattr(frame, "timestamp_s", None) is not None:
+            times.append(float(frame.timestamp_s))
+    return images, str(prompt), times if len(times) == len(images) else []
+
+
+def evenly(items: list, limit: int) -> list:
+    """At most `limit` of `items`, evenly spread, first and last kept (a long clip's frames)."""
+    if len(items) <= limit:
+        return list(items)
+    if limit == 1:
+        return [items[0]]
+    return [items[round(k * (len(items) - 1) / (limit - 1))] for k in range(limit)]
+
+
+def caption_request(images: list, text: str) -> Request:
+    """The chat of one clip: its frames as images, in order, then the instruction."""
+    content = [*({"type": "image"} for _ in images), {"type": "text", "text": text}]
+    return Request([{"role": "user", "content": content}], images)
+
+
+def fill(template: str, **fields) -> str:
+    """The template with its fields filled (check_options has checked their names)."""
+    return template.format_map(fields)
+
+
+def to_pil(image, max_pixels: int):
+    """An RGB PIL image of at most `max_pixels` (resized keeping its aspect ratio when larger)."""
+    from PIL import Image
+
+    if not isinstance(image, Image.Image):
+        image = Image.fromarray(image if image.flags["C_CONTIGUOUS"] else image.copy(), "RGB")
+    elif image.mode != "RGB":
+        image = image.convert("RGB")
+    width, height = image.size
+    if width * height > max_pixels:
+        scale = math.sqrt(max_pixels / (width * height))
+        image = image.resize((max(1, int(width * scale)), max(1, int(height * scale))), Image.Resampling.BICUBIC)
+    return image
+
+
+_SPECIAL = re.compile(r"<\|[a-z_]+\|>|</?tool_call>")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
+
+
+def clean_text(text: str | None) -> str:
+    """A model's answer as a caption: no leftover special tokens, control or replacement characters,
+    runs of whitespace as one space, no enclosing quotes."""
+    text = _CONTROL.sub("", _SPECIAL.sub("", text or ""))
+    text = " ".join(text.split())
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text
+
+
+def _caption_text(value) -> str | None:
+    text = value if isinstance(value, str) else getattr(value, "caption", None)
+    return text.strip() if isinstance(text, str) else None
+
+
+# ---- options --------------------------------------------------------------------------------------
+def check_options(*, model, engine, server_url, prompt, summary_prompt, batch_size, max_new_tokens, max_frames,
+                  max_pixels, max_concurrency, image_format) -> None:
+    """Every problem with the options at once, each with its fix (a CurateError)."""
+    problems = []
+    if engine not in ENGINES:
+        problems.append(f"engine {engine!r}; one of {', '.join(ENGINES)}")
+    elif engine == "http" and not server_url:
+        problems.append("engine http needs server_url, the OpenAI-compatible server that serves the model, e.g. "
+                        "server_url: http://127.0.0.1:8000 (vllm serve /models/Qwen2.5-VL-7B-Instruct)")
+    elif engine != "http":
+        problems += _model_problems(model)
+    for kind, template in (("caption", prompt), ("summary", summary_prompt)):
+        problems += _template_problems(kind, template)
+    for name, value, least in (("batch_size", batch_size, 0), ("max_new_tokens", max_new_tokens, 1),
+                               ("max_frames", max_frames, 1), ("max_pixels", max_pixels, 28 * 28),
+                               ("max_concurrency", max_concurrency, 1)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+            problems.append(f"{name}={value!r}; give a whole number >= {least}")
+    if image_format not in ("jpeg", "png"):
+        problems.append(f"image_format={image_format!r}; jpeg (small requests) or png (lossless)")
+    if problems:
+        raise CurateError("QwenVL: " + "; ".join(problems))
+
+
+def _model_problems(model) -> list[str]:
+    if not model:
+        return [f"no model: give a local Qwen2.5-VL checkpoint directory; {DOWNLOAD}"]
+    path = Path(str(model))
+    if not path.is_dir():
+        return [f"model={model!r}: no such directory (nothing downloads: model is a local path); {DOWNLOAD}"]
+    needed = ("config.json", "tokenizer_config.json", "preprocessor_config.json")
+    missing = [f for f in needed if not (path / f).is_file()]
+    weights = any(path.glob("*.safetensors")) or any(path.glob("*.bin"))
+    if missing or not weights:
+        what = ", ".join(missing + ([] if weights else ["the weights (*.safetensors)"]))
+        return [f"model={model!r} has no Qwen2.5-VL weights: {what} missing; {DOWNLOAD}"]
+    return []
+
+
+def _template_problems(kind: str, template) -> list[str]:
+    allowed = PROMPT_FIELDS[kind]
+    name = "prompt" if kind == "caption" else "summary_prompt"
+    if not isinstance(template, str) or not template.strip():
+        return [f"{name}={template!r}; give the instruction text"]
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        return [f"{name} is not a valid template ({exc}); write literal braces as {{{{ and }}}}"]
+    bad = sorted({f for f in fields if f.split(".")[0].split("[")[0] not in allowed})
+    if bad:
+        unknown, listed = (", ".join("{" + f + "}" for f in names) for names in (bad, allowed))
+        problem = f"{name} has unknown field(s) {unknown}; it may use {listed} (literal braces: {{{{ and }}}})"
+        return [problem]
+    return []
+
+
+# ---- engines: list[Request] -> list[str | ItemFailure] -------------------------------------------
+class TransformersEngine:
+    """The checkpoint through transformers in this actor: sub-batches of `batch_size` sequences."""
+
+    def __init__(self, model: str, device: str, dtype: str, batch_size: int, sampling: dict):
+        torch = require("torch", "Qwen2.5-VL on the transformers engine")
+        transformers = require("transformers", "Qwen2.5-VL on the transformers engine")
+        self.torch, self.sampling = torch, sampling
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        if dtype == "auto":
+            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        placed = importlib.util.find_spec("accelerate") is not None  # loads straight onto the device
+        self.model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
+            model, dtype=getattr(torch, dtype), **({"device_map": {"": self.device}} if placed else {}))
+        self.model = self.model.to(self.device).eval()
+        self.processor = image_processor_only(model)
+        self.batch_size = batch_size or 1_000_000
+        eos = self.model.generation_config.eos_token_id
+        self.eos = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+
+    def generate(self, requests: list[Request], max_new_tokens: int) -> list[str]:
+        order = sorted(range(len(requests)), key=lambda i: len(requests[i].images))  # similar lengths together
+        out: list = [None] * len(requests)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            for i, text in zip(chunk, self._generate([requests[i] for i in chunk], max_new_tokens), strict=True):
+                out[i] = text
+        return out
+
+    def _generate(self, requests: list[Request], max_new_tokens: int) -> list[str]:
+        texts = [self.processor.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True)
+                 for r in requests]
+        images = [im for r in requests for im in r.images] or None
+        inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt").to(self.device)
+        options = {"max_new_tokens": max_new_tokens, "do_sample": self.sampling["temperature"] > 0,
+                   "repetition_penalty": self.sampling["repetition_penalty"]}
+        if options["do_sample"]:
+            options.update(temperature=self.sampling["temperature"], top_p=self.sampling["top_p"])
+        else:
+            options.update(temperature=None, top_p=None, top_k=None)  # the checkpoint's sampling defaults off
+        with self.torch.inference_mode():
+            ids = self.model.generate(**inputs, **options)
+        new = ids[:, inputs["input_ids"].shape[1]:].tolist()
+        return self.processor.batch_decode([_until_eos(seq, self.eos) for seq in new], skip_special_tokens=True)
+
+
+def _until_eos(ids: list[int], eos: set[int]) -> list[int]:
+    for n, token in enumerate(ids):
+        if token in eos:
+            return ids[:n]
+    return ids
+
+
+def image_processor_only(model: str):
+    """A Qwen2.5-VL processor from the checkpoint's tokenizer, chat template and slow (PIL) image
+    processor, without the video processor (which needs torchvision, and which frames-as-images never use)."""
+    from transformers import AutoImageProcessor, AutoTokenizer, Qwen2_5_VLProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    class ImageOnlyQwen25VLProcessor(Qwen2_5_VLProcessor):
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            self.image_token, self.video_token = "<|image_pad|>", "<|video_pad|>"
+            self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+            self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
+            ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
+
+    tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left")
+    image_processor = AutoImageProcessor.from_pretrained(model, backend="pil")
+    return ImageOnlyQwen25VLProcessor(image_processor, tokenizer, chat_template=chat_template(model, tokenizer))
+
+
+def chat_template(model: str, tokenizer=None) -> str | None:
+    """The checkpoint's chat template: chat_template.jinja or .json beside the weights, else the tokenizer's."""
+    jinja, js = Path(model) / "chat_template.jinja", Path(model) / "chat_template.json"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    if js.is_file():
+        return json.loads(js.read_text(encoding="utf-8"))["chat_template"]
+    return getattr(tokenizer, "chat_template", None)
+
+
+class VllmEngine:
+    """vLLM's offline engine in this actor (GPU): `LLM(...).generate` with `multi_modal_data`."""
+
+    def __init__(self, model: str, sampling: dict, max_frames: int, **options):
+        vllm = require("vllm", "Qwen2.5-VL on the vllm engine")
+        self.vllm, self.sampling = vllm, sampling
+        options.setdefault("limit_mm_per_prompt", {"image": max_frames})
+        self.llm = vllm.LLM(model=model, **options)
+        self.template = chat_template(model, self.llm.get_tokenizer())
+
+    def generate(self, requests: list[Request], max_new_tokens: int) -> list[str]:
+        tokenizer = self.llm.get_tokenizer()
+        prompts = []
+        for r in requests:
+            text = tokenizer.apply_chat_template(r.messages, chat_template=self.template, tokenize=False,
+                                                 add_generation_prompt=True)
+            prompts.append({"prompt": text, "multi_modal_data": {"image": r.images}} if r.images else {"prompt": text})
+        params = self.vllm.SamplingParams(max_tokens=max_new_tokens, **self.sampling)
+        outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)
+        return [o.outputs[0].text for o in outputs]
+
+
+class HttpEngine:
+    """An OpenAI-compatible server's chat completions, at most `max_concurrency` requests in flight."""
+
+    def __init__(self, server_url: str, model_name: str | None, max_concurrency: int, timeout_s: float,
+                 sampling: dict, image_format: str):
+        self.url, self.timeout_s, self.sampling = server_url.rstrip("/"), timeout_s, sampling
+        self.image_format = image_format
+        self.model_name = model_name or self._served_model()
+        self.pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="qwen-vl-http")
+
+    def _served_model(self) -> str:
+        body = self._call("GET", "/v1/models", None)
+        names = [m.get("id") for m in body.get("data", [])]
+        if not names:
+            raise CurateError(f"{self.url}/v1/models lists no model; start the server with one "
+                              "(vllm serve /models/Qwen2.5-VL-7B-Instruct), or give model_name")
+        return names[0]
+
+    def generate(self, requests: list[Request], max_new_tokens: int) -> list:
+        return list(self.pool.map(lambda r: self._complete(r, max_new_tokens), requests))
+
+    def _complete(self, request: Request, max_new_tokens: int):
+        images = iter(request.images)
+        messages = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str) else
+                     [self._image_part(next(images)) if p["type"] == "image" else p for p in m["content"]]}
+                    for m in request.messages]
+        body = {"model": self.model_name, "messages": messages, "max_tokens": max_new_tokens, **self.sampling}
+        try:
+            answer = self._call("POST", "/v1/chat/completions", body)
+        except cu.InputError as exc:
+            return cu.ItemFailure(exc)
+        return answer["choices"][0]["message"].get("content") or ""
+
+    def _image_part(self, image) -> dict:
+        buffer = io.BytesIO()
+        image.save(buffer, format=self.image_format.upper(), **({"quality": 95} if self.image_format == "jpeg" else {}))
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        return {"type": "image_url", "image_url": {"url": f"data:image/{self.image_format};base64,{data}"}}
+
+    def _call(self, method: str, path: str, body: dict | None) -> dict:
+        """The server's JSON answer; a 4xx is the item's InputError, anything else a TransientError."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:500]
+            if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                raise cu.InputError(f"{self.url}{path} refused the request ({exc.code}): {detail}") from None
+            raise cu.TransientError(f"{self.url}{path} answered {exc.code}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise cu.TransientError(f"{self.url}{path} did not answer ({exc}); is the server up?") from None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False)
+
+
+# ---- recipe glue ------------------------------------------------------------------------------------
+def with_summary(items: list) -> list:
+    """Map over zipped (VideoCaptions, its summary): the videos table's row, with the summary
+    (`curate.modalities.video.assemble.video_captions` makes the row, `summarize` the summary)."""
+    return [dataclasses.replace(captions, summary=summary) for captions, summary in items]
