@@ -1,0 +1,148 @@
+"""PDF -> Markdown pages/s on the real PDFs of ../shared/data/pdfs, side by side in one run:
+
+- curate: the bundled `pdf_to_markdown` recipe on curate's Ray executor (2 RapidOCR actors with
+  one onnxruntime thread each, the other stages on light workers), after an untimed warm-up run;
+  end to end and execution phase (once every actor is up), plus the OCR pool's batch fill;
+- a plain sequential loop in this process over the same backends with the same settings
+  (PdfPages -> PdfText.check -> PdfText.regions -> Render.crops -> RapidOcr.ocr_regions ->
+  page_markdown -> document_markdown), models built once, after the same warm-up;
+- pymupdf4llm's whole-document conversion (`pymupdf4llm.to_markdown(path)`; no OCR);
+- native MinerU 4 flash (`mineru.parser.parse(path, tier="flash")`; text layer, no OCR models).
+
+Two workloads: `corpus` (every readable PDF of the folder as it is: mostly text layer; the
+scanned fax letter needs OCR) and `scans` (force_ocr: the pages of the scanned files and two
+short born-digital files all go through RapidOCR: OCR-bound, what a scanned corpus costs).
+pymupdf4llm and MinerU flash skip OCR, so they run the corpus workload only; their rows are a
+reference for the text-layer cost, not a like-for-like comparison for the scans.
+
+    python benchmarks/pdf_compare.py [--workloads corpus,scans] [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = ROOT.parent / "shared" / "data" / "pdfs"
+BAD = {"pdfjs_bug1020226_broken.pdf", "docling_not_a_pdf.pdf", "pypdf_encrypted_pw_openpassword.pdf"}
+SCANS = ["docling_scanned_fax_letter.pdf", "pypdf_vicksburg_scan_ocr.pdf", "docling_2305.03393v1-pg9.pdf",
+         "docling_code_and_formula.pdf"]
+
+
+def corpus_files() -> list[str]:
+    return [str(p) for p in sorted(DATA.glob("*.pdf")) if p.name not in BAD]
+
+
+def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
+    """The recipe's work in a plain loop, one page and region at a time: (pages, seconds)."""
+    from curate.modalities.pdf.assemble import document_markdown, page_markdown
+    from curate.modalities.pdf.documents import PdfPages
+    from curate.modalities.pdf.render import Render
+    from curate.models.pdf_text import PdfText
+    from curate.models.rapidocr import RapidOcr
+
+    expand, text, render, ocr = PdfPages(), PdfText(force_ocr=force_ocr), Render(), RapidOcr(threads=1)
+    start, pages_done = time.perf_counter(), 0
+    for path in paths:
+        (pages,) = expand([path])
+        rows = []
+        for page in pages:
+            (checked,) = text.check([page])
+            (regions,) = text.regions([checked])
+            layer = [r for r in regions if r.content is not None]
+            todo = [r for r in regions if r.content is None]
+            read = [ocr.ocr_regions(render.crops([(checked, r)]))[0] for r in todo]
+            rows.append(page_markdown([(checked, layer, read)])[0])
+        document_markdown([rows])
+        pages_done += len(pages)
+    return pages_done, time.perf_counter() - start
+
+
+def curate_run(paths: list[str], force_ocr: bool):
+    import curate as cu
+    from curate.recipe import load_recipe
+
+    recipe = load_recipe(ROOT / "recipes" / "pdf_to_markdown.yaml",
+                         [f"pools.pdf_text.init.force_ocr={'true' if force_ocr else 'false'}"], input_given=True)
+    return cu.run(recipe.pipeline, paths, executor="ray")
+
+
+def pymupdf4llm_run(paths: list[str]) -> tuple[int, float]:
+    import pymupdf
+    import pymupdf4llm
+
+    start, pages = time.perf_counter(), 0
+    for p in paths:
+        pymupdf4llm.to_markdown(p)
+        with pymupdf.open(p) as d:
+            pages += d.page_count
+    return pages, time.perf_counter() - start
+
+
+def mineru_run(paths: list[str]) -> tuple[int, float]:
+    import logging
+
+    import mineru.parser as mp
+
+    try:
+        from loguru import logger
+
+        logger.remove()
+        logger.add(sys.stderr, level="ERROR")
+    except ImportError:
+        logging.getLogger().setLevel(logging.ERROR)
+    start, pages = time.perf_counter(), 0
+    for p in paths:
+        try:
+            res = mp.parse(p, tier="flash")
+            res.markdown()
+            pages += len(res.pages)
+        except Exception as exc:  # noqa: BLE001 - a file flash cannot read without OCR models
+            print(f"  mineru flash skipped {Path(p).name}: {type(exc).__name__}", file=sys.stderr)
+    return pages, time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", default="corpus,scans")
+    ap.add_argument("--repeats", type=int, default=1)
+    args = ap.parse_args()
+    import ray
+
+    ray.init(address="local", include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
+    for workload in args.workloads.split(","):
+        force = workload == "scans"
+        paths = [str(DATA / n) for n in SCANS] if force else corpus_files()
+        curate_run(paths[:2], force)  # untimed warm-up: workers, imports, ONNX sessions
+        sequential(paths[:1], force)
+        rows = []
+        for _ in range(args.repeats):
+            pages, secs = sequential(paths, force)
+            rows.append(("sequential loop", pages, secs, None))
+            res = curate_run(paths, force)
+            pages_c = sum(1 for _ in res.items("pages"))
+            ocr = res.metrics.calls.get("RapidOcr.ocr_regions")
+            fill = f"OCR fill {ocr.batch_fill:.2f} ({ocr.batches} batches)" if ocr and ocr.batches else ""
+            rows.append(("curate end to end", pages_c, res.metrics.wall_s, fill))
+            rows.append(("curate execution", pages_c, res.metrics.execution_s, None))
+            if not force:
+                rows.append(("pymupdf4llm", *pymupdf4llm_run(paths), "no OCR"))
+                rows.append(("mineru 4 flash", *mineru_run(paths), "no OCR models"))
+        base = {r[0]: r for r in rows}["sequential loop"]
+        base_rate = base[1] / base[2]
+        print(f"\n{workload}: {len(paths)} files" + (" (force_ocr: every page through RapidOCR)" if force else ""))
+        print(f"{'system':<20}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'vs loop':>9}  note")
+        for name, pages, secs, note in rows:
+            rate = pages / secs if secs else 0.0
+            print(f"{name:<20}{pages:>7}{secs:>9.2f}{rate:>9.2f}{rate / base_rate:>8.2f}x  {note or ''}")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
