@@ -182,3 +182,27 @@ def test_the_import_rule_names_each_offending_file_and_line(tmp_path):
     assert "numpy at module level" in problems[0] and "curate.core.outcome, a curate internal" in problems[1]
     assert "curate.core, a curate internal" in problems[2] and "curate.executors" in problems[3]
     assert "imports ray" in problems[4]
+
+
+def _backend_modules() -> list[str]:
+    """Every module of models/ and modalities/ as installed (curate.models.x, curate.modalities.pdf.y)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = []
+    for folder, package in (("models", "curate.models"), ("modalities", "curate.modalities")):
+        for f in sorted((root / folder).rglob("*.py")):
+            rel = f.relative_to(root / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out.append(".".join([package, *parts]))
+    return out
+
+
+def test_every_backend_and_modality_module_imports_light():
+    """Importing any backend or stage module (what a recipe names) loads no model or media
+    library: they load in the workers' constructors, where the stage runs."""
+    modules = _backend_modules()
+    assert "curate.models.qwen_vl" in modules and "curate.modalities.pdf.render" in modules
+    report = _import_in_subprocess(*modules)
+    offenders = _heavy(report["added"])
+    assert not offenders, f"importing {modules} loaded heavy modules: {offenders}"
