@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate import defaults
+from curate.core.admission import Admission
 from curate.core.dataflow import Dataflow
 from curate.core.lineage import KEY_BITS, KEY_MASK, Window
 from curate.core.outcome import DROPPED, FAILED, GROUP, PRESENT, SUPPRESSED, BatchReport
@@ -34,15 +35,8 @@ class Batch:
 class Scheduler(Dataflow):
     """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees.
 
-    Admission. `inflight=None` (the default) admits on demand: one more input window while
-    the Calls that turn new inputs into work ("heads": root-level Calls with no reduce
-    upstream) each have fewer than `ready_batches` batches per replica ready, and some line of
-    "feed" Calls (a map, filter or expand Call below the roots, with the feed Calls up- and
-    downstream of it) is short everywhere (see `_short`), within `max_entities` live entities
-    and `max_bytes` payload bytes (as the executor reports them in `BatchReport.nbytes`). The
-    first window is always admitted. A whole number keeps the fixed rule: at most that many
-    windows at once, whatever the queues and budgets. `replicas` (per pool, from the plan; an
-    executor may overwrite it with the workers it runs) scales the targets.
+    Admission: see `curate.core.admission.Admission` (on demand by default, or a fixed
+    number of windows with `inflight`).
 
     Prefetch cap. At a nested Call, a parent that has had no report there yet has at most
     `probe_grains` grains queued or in flight there; its further grains are held aside as they
@@ -66,7 +60,6 @@ class Scheduler(Dataflow):
                 raise CurateError(f"{name}={v!r}; use a whole number >= {lo}" + (f" and <= {hi}" if hi else ""))
         super().__init__(plan)
         self.inflight = inflight
-        self.ready_batches, self.max_entities, self.max_bytes = ready_batches, max_entities, max_bytes
         self.probe_grains = probe_grains
         self.replicas = [p.replicas or 1 for p in plan.pools]  # executors may overwrite (workers they run)
         self.windows: dict[int, Window] = {}
@@ -84,37 +77,11 @@ class Scheduler(Dataflow):
         self._capped = [probe_grains > 0 and n.grain_space != 0 for n in self._call_node]
         self.held = [0] * len(plan.calls)  # grains held aside per Call (prefetch cap)
         self._front = [0] * len(plan.calls)  # grains at each queue's head that were sent or put back there
-        self._heads, self._feed_lines = _admission_calls(plan)
+        self.admission = Admission(plan, inflight, ready_batches, max_entities, max_bytes, self.replicas)
 
     # ---- admission ------------------------------------------------------------------------
     def can_admit(self) -> bool:
-        if self.input_closed:
-            return False
-        if self.inflight is not None:
-            return len(self.windows) < self.inflight
-        if not self.windows:
-            return True
-        if self.live_entities() >= self.max_entities or self.live_bytes >= self.max_bytes:
-            return False
-        for c in self._heads:
-            if len(self.queues[c]) >= self._target(c):
-                return False
-        if not self._feed_lines:
-            return True
-        return any(all(self._short(c) for c in line) for line in self._feed_lines)
-
-    def _short(self, call: int) -> bool:
-        """`call` needs more inputs: fewer than its target ready, counting grains held by the
-        prefetch cap (they come back after one report), or under one batch per replica ready
-        whatever is held (the held grains' parents may report only after its workers idle)."""
-        ready, spec = len(self.queues[call]), self.plan.calls[call]
-        low = spec.batch_size * self.replicas[spec.pool]
-        return ready < low or ready + self.held[call] < self.ready_batches * low
-
-    def _target(self, call: int) -> int:
-        """Ready grains that keep `call`'s workers busy: `ready_batches` batches per replica."""
-        spec = self.plan.calls[call]
-        return self.ready_batches * spec.batch_size * self.replicas[spec.pool]
+        return not self.input_closed and self.admission.allows(self)
 
     def admit(self, keys: list, values: list, indices: list[int] | None = None,
               failed: dict[int, Cause] | None = None) -> int:
@@ -441,26 +408,3 @@ class Scheduler(Dataflow):
 
 def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _admission_calls(plan: Plan) -> tuple[list[int], list[list[int]]]:
-    """The Calls demand-driven admission watches. Heads: root-level Calls with no reduce
-    upstream (they turn new inputs into work). Feed lines: per map, filter or expand Call
-    below the roots (the pools admission feeds), itself and the feed Calls up- and downstream
-    of it. A starved feed Call behind a full one (or ahead of one) waits for that one, so a
-    cheap stage next to the bottleneck never pulls in more inputs than the bottleneck needs."""
-    by_slot = {n.out_slot: n for n in plan.nodes}
-    by_slot.update({n.grain_slot: n for n in plan.nodes})
-    up: dict[int, set[int]] = {}  # node -> every node upstream of it
-    for n in plan.nodes:  # topological order
-        direct = [by_slot[s].id for s in n.in_slots]
-        if n.expand >= 0:
-            direct.append(n.expand)
-        up[n.id] = set(direct).union(*(up[d] for d in direct))
-    nodes = plan.nodes_by_id
-    after_reduce = {n.id for n in plan.nodes
-                    if n.kind == "reduce" or any(nodes[u].kind == "reduce" for u in up[n.id])}
-    heads = [n.call for n in plan.nodes if n.call >= 0 and n.grain_space == 0 and n.id not in after_reduce]
-    feeds = [n for n in plan.nodes if n.call >= 0 and n.grain_space != 0 and n.kind != "reduce"]
-    lines = [sorted(g.call for g in feeds if g is f or g.id in up[f.id] or f.id in up[g.id]) for f in feeds]
-    return heads, lines
