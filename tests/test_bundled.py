@@ -272,3 +272,15 @@ def test_importing_the_lookup_loads_no_yaml():
     code = "import sys, curate.recipe.bundled; print('yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_every_bundled_recipe_validates_by_name(capsys, monkeypatch):
+    """What ships must check clean: each bundled recipe's stages import, its pipeline compiles."""
+    from curate.recipe import bundled
+
+    monkeypatch.delenv(bundled.ENV_VAR, raising=False)
+    names = [f.name for f in bundled.available() if f.bundled]
+    assert {"pdf_to_markdown", "pdf_to_markdown_mineru25", "pdf_to_markdown_mineru4", "video_captions",
+            "video_captions_vllm"} <= set(names)
+    for name in names:
+        assert main(["validate", name]) == EXIT_OK, capsys.readouterr().err
