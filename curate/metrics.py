@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from curate.core.plan import Plan
+from curate.executors import peak_rss
 
 
 @dataclass
@@ -37,6 +38,7 @@ class PoolMetrics:
     calls: list[str]
     worker_batches: list[int]
     worker_busy_s: list[float]
+    worker_peak_rss: list[int] = field(default_factory=list)  # bytes per worker process (Ray; 0: unknown)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RunMetrics:
     roots: int
     stale_reports: int
     startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
+    driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
     timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
 
     @property
@@ -67,6 +70,7 @@ class RunMetrics:
         return {
             "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
             "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
+            "driver_peak_rss": self.driver_peak_rss,
             "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
             "pools": {n: asdict(p) for n, p in self.pools.items()},
             "timeline": [list(e) for e in self.timeline],
@@ -80,6 +84,11 @@ class RunMetrics:
         for c in self.calls.values():
             lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
                          f"{c.suppressed:>6}{c.failed:>7}{c.busy_s:>8.3f}")
+        workers = {n: max(p.worker_peak_rss) for n, p in self.pools.items() if any(p.worker_peak_rss)}
+        if self.driver_peak_rss:
+            lines.append(f"peak memory: driver {self.driver_peak_rss / 2**20:.0f} MiB"
+                         + ("" if not workers else "; workers " + ", ".join(
+                             f"{n} {v / 2**20:.0f} MiB" for n, v in workers.items())))
         return "\n".join(lines)
 
 
@@ -92,7 +101,8 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
             for c, t in s.calls_busy_s.items():
                 busy[c] += t
         pools[p.name] = PoolMetrics(p.name, len(p.workers), [plan.calls[c].name for c in p.calls],
-                                    [s.batches for s in p.workers], [s.busy_s for s in p.workers])
+                                    [s.batches for s in p.workers], [s.busy_s for s in p.workers],
+                                    [s.peak_rss for s in p.workers])
     calls = {}
     for c in plan.calls:
         k = sched.counters[c.id]
@@ -100,4 +110,4 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
     timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
     return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      startup_s=driver.startup_s, timeline=timeline)
+                      startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss())

@@ -251,3 +251,15 @@ def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(
     rows = sorted(pq.read_table(tmp_path / "pages").to_pylist(), key=lambda r: r["lineage"])
     assert (tmp_path / "pages" / rows[-1]["image"]).read_bytes() == bytes([3]) * big
     assert driver_fetches and max(driver_fetches) < 20_000, max(driver_fetches)  # 10 MB of images, none here
+
+
+def test_metrics_report_the_peak_memory_of_the_driver_and_each_actor():
+    class Model:
+        def __call__(self, ps):
+            return [p.upper() for p in ps]
+
+    res = cu.run(build(cu.stage(Model, batch_size=2, replicas=2)), paged(4), executor="ray")
+    m = res.metrics
+    assert m.driver_peak_rss > 10 * 2**20 and "peak memory: driver" in m.summary()
+    peaks = m.pools["Model"].worker_peak_rss
+    assert len(peaks) == 2 and all(p > 10 * 2**20 for p in peaks)  # each actor's own process

@@ -21,6 +21,7 @@ class WorkerStats:
     batches: int = 0
     busy_s: float = 0.0
     calls_busy_s: dict[int, float] = field(default_factory=dict)
+    peak_rss: int = 0  # bytes: the peak resident memory of its process (0: not measured)
 
     def add(self, call: int, seconds: float) -> None:
         self.batches += 1
@@ -35,6 +36,22 @@ class PoolReport:
     name: str
     calls: list[int]
     workers: list[WorkerStats]
+
+
+def peak_rss() -> int:
+    """The peak resident memory of this process in bytes (Linux VmHWM; elsewhere ru_maxrss)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024
 
 
 def timeout_cause(call: str, limit: float, items: int) -> Cause:

@@ -98,6 +98,7 @@ class RayExecutor:
                     continue
                 self._wait(driver)
             clean = True
+            _measure_memory(groups)
         finally:
             if self.keep_warm and clean:
                 self.warm.keep(groups)
@@ -263,3 +264,19 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes, nbytes))
+
+
+MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
+
+
+def _measure_memory(groups: list[Group]) -> None:
+    """Each actor's peak resident memory into its WorkerStats (skipped for an actor that does
+    not answer in time: a reading is a report, never a reason to hold the run)."""
+    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)}
+    ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
+    for ref in ready:
+        g, i = asked[ref]
+        try:
+            g.stats[i].peak_rss = ray.get(ref)
+        except ray.exceptions.RayError:
+            pass

@@ -16,6 +16,7 @@ from ray import cloudpickle
 from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, EngineError, build_stage
+from curate.executors import peak_rss
 
 
 class _Counter:
@@ -147,6 +148,10 @@ class PoolWorker:
 
     def ping(self) -> bool:
         return True
+
+    def memory(self) -> int:
+        """This actor process's peak resident memory, in bytes."""
+        return peak_rss()
 
 
 def _fail_unpicklable(rep: BatchReport, counts: list | None, kind: str, name: str) -> BatchReport:
