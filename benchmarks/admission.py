@@ -35,13 +35,16 @@ admission and commit). Needs `pip install -e .[bench]`.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
-import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Ocr, assemble, expected, print_result, render, run_fresh  # noqa: E402
 
 if __name__ != "__main__":  # imported (not run as a script): ship the stages to Ray workers by value
     import ray
@@ -97,24 +100,8 @@ def ideal_s(counts: list[int]) -> float:
     return (math.ceil(pages / BATCH) * base + pages * per) / REPLICAS
 
 
-# ---- stages (pickled by value: this file runs as __main__ in each measuring process) -----
-class Ocr:
-    def __init__(self, base_s: float, per_page_s: float):
-        self.base_s, self.per_page_s = base_s, per_page_s
-
-    def __call__(self, pages):
-        time.sleep(self.base_s + self.per_page_s * len(pages))
-        return [f"d{d}p{p}" for d, p in pages]
-
-
-def render(docs):
-    return [[(d, p) for p in range(n)] for d, n in docs]
-
-
-def assemble(texts):
-    return ["\n".join(t) for t in texts]
-
-
+# ---- stages (pickled by value: this file runs as __main__ in each measuring process; Ocr, render
+# and assemble are common.py's) ----------------------------------------------------------------
 class Upload:
     def __init__(self, upload_s: float):
         self.upload_s = upload_s
@@ -178,7 +165,7 @@ def one(alpha: float, config: str, quick: bool, upload_s: float) -> dict:
     res = cu.run(pipeline(HEAVY, upload_s), list(enumerate(counts)), executor="ray", **opts)
     ray.shutdown()
     md = res.values("markdown")
-    ok = all(m == "\n".join(f"d{d}p{p}" for p in range(n)) for d, (m, n) in enumerate(zip(md, counts)))
+    ok = all(m == expected(d, n) for d, (m, n) in enumerate(zip(md, counts)))
     m = res.metrics
     return {"execution_s": m.execution_s, "startup_s": m.startup_s, "fill": m.calls["Ocr"].batch_fill,
             "batches": m.calls["Ocr"].batches, "peak_live": peak["live"], "peak_windows": peak["windows"],
@@ -200,7 +187,7 @@ def main() -> None:
     ap.add_argument("--one", nargs=2, metavar=("ALPHA", "CONFIG"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print("RESULT " + json.dumps(one(float(a.one[0]), a.one[1], a.quick, a.upload_ms / 1000)), flush=True)
+        print_result(one(float(a.one[0]), a.one[1], a.quick, a.upload_ms / 1000))
         return
     print(f"{os.cpu_count()} CPUs; OCR {HEAVY[0] * 1000:.0f} ms + {HEAVY[1] * 1000:.0f} ms/page, batch {BATCH}, "
           f"{REPLICAS} replicas; " + (f"upload {a.upload_ms:g} ms/document" if a.upload_ms else "no upload stage"))
@@ -213,14 +200,11 @@ def main() -> None:
         print(f"{'config':<12}{'execution':>10}{'exec/ideal':>11}{'start-up':>9}{'OCR fill':>9}{'batches':>8}"
               f"{'peak live':>10}{'windows':>8}  ok")
         for config in a.configs.split(","):
-            cmd = [sys.executable, __file__, "--one", str(alpha), config, "--upload-ms", str(a.upload_ms)]
-            cmd += ["--quick"] if a.quick else []
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-            if line is None:
-                print(f"{config:<12}FAILED\n{proc.stderr[-3000:]}")
+            argv = [__file__, "--one", str(alpha), config, "--upload-ms", str(a.upload_ms)]
+            r, stderr = run_fresh(argv + (["--quick"] if a.quick else []))
+            if r is None:
+                print(f"{config:<12}FAILED\n{stderr[-3000:]}")
                 continue
-            r = json.loads(line[7:])
             ex = r["execution_s"]
             print(f"{config:<12}{ex:>9.2f}s{ex / ide:>11.3f}{r['startup_s']:>8.2f}s{r['fill']:>9.2f}"
                   f"{r['batches']:>8}{r['peak_live']:>10,}{r['peak_windows']:>8}  {r['ok']}", flush=True)

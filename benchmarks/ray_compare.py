@@ -15,10 +15,8 @@ grains/s, and ratios to the ideal and to rayorch. Needs `pip install -e .[bench]
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -27,26 +25,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from common import Ocr, assemble, expected, print_result, render, run_fresh  # noqa: E402
+
 PROFILES = {"heavy": (0.040, 0.002, 0.010), "light": (0.001, 0.0001, 0.0005)}
-
-
-class Ocr:
-    """The sleeping "model": built once per actor, batches pages from any documents."""
-
-    def __init__(self, base_s: float, per_page_s: float):
-        self.base_s, self.per_page_s = base_s, per_page_s
-
-    def __call__(self, pages):
-        time.sleep(self.base_s + self.per_page_s * len(pages))
-        return [f"d{d}p{p}" for d, p in pages]
-
-
-def render(docs):
-    return [[(d, p) for p in range(n)] for d, n in docs]
-
-
-def assemble(texts):
-    return ["\n".join(t) for t in texts]
 
 
 class Upload:
@@ -79,7 +60,7 @@ def run_curate(page_counts, costs, output_dir=None):
     res = cu.run(pipe, list(enumerate(page_counts)), executor="ray", output_dir=output_dir)
     end = time.time()
     md = res.values("markdown")
-    ok = all(m == "\n".join(f"d{d}p{p}" for p in range(n)) for d, (m, n) in enumerate(zip(md, page_counts)))
+    ok = all(m == expected(d, n) for d, (m, n) in enumerate(zip(md, page_counts)))
     m = res.metrics
     first = min(stamp for _, stamp in res.values("uploaded")) - t0
     t = Timing("curate", end - t0, m.execution_s, first, len(md), ok)
@@ -119,7 +100,7 @@ def main() -> None:
     ap.add_argument("--output", help="also run curate once more (heavy) into this directory, for `curate report`")
     a = ap.parse_args()
     if a.one:
-        print("RESULT " + json.dumps(one(*a.one)), flush=True)
+        print_result(one(*a.one))
         return
     if a.output:
         import ray
@@ -139,12 +120,11 @@ def main() -> None:
     for profile in a.profiles.split(","):
         rows = {}
         for fw in a.frameworks.split(","):
-            proc = subprocess.run([sys.executable, __file__, "--one", fw, profile], capture_output=True, text=True)
-            line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-            if line is None:
-                print(f"{profile} {fw}: FAILED\n{proc.stderr[-2000:]}")
+            r, stderr = run_fresh([__file__, "--one", fw, profile])
+            if r is None:
+                print(f"{profile} {fw}: FAILED\n{stderr[-2000:]}")
                 continue
-            rows[fw] = json.loads(line[7:])
+            rows[fw] = r
         ide = ideal(profile, counts)
         print(f"\n{profile}: ideal {ide:.2f} s (OCR work / 2 replicas, full batches of 32)")
         print(f"{'framework':<10}{'end-to-end':>11}{'execution':>11}{'first doc':>11}{'1st/e2e':>9}{'1st/exec':>9}"

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from common import expected, print_result, render, run_fresh  # noqa: E402
 
 BATCH, REPLICAS, N_FAILING = 32, 2, 8
 _STAGE_CPUS = 0.25  # every stage's CPU request in both frameworks (as benchmarks/baselines.py)
@@ -75,16 +75,8 @@ class Scan:
     run = __call__  # rayorch calls `run`
 
 
-def render(docs):
-    return [[(d, p) for p in range(n)] for d, n in docs]
-
-
 def join(texts):
     return ["\n".join(t) for t in texts]
-
-
-def expected(d: int, n: int) -> str:
-    return "\n".join(f"d{d}p{p}" for p in range(n))
 
 
 # ---- curate ------------------------------------------------------------------------------
@@ -185,7 +177,7 @@ def main() -> None:
     a = ap.parse_args()
     per_page_s = a.page_ms / 1000
     if a.one:
-        print("RESULT " + json.dumps(one(a.one, a.quick, per_page_s)), flush=True)
+        print_result(one(a.one, a.quick, per_page_s))
         return
     counts, failing = workload(a.quick)
     doomed = sum(counts[d] - 1 for d in failing)
@@ -195,13 +187,10 @@ def main() -> None:
     print(f"{'framework':<14}{'kept out':>9}{'share':>8}{'ran':>6}{'suppressed':>11}{'pages run':>10}{'wall':>8}"
           f"{'execution':>10}{'fill':>6}  others complete")
     for fw in a.frameworks.split(","):
-        cmd = [sys.executable, __file__, "--one", fw, "--page-ms", str(a.page_ms)] + (["--quick"] if a.quick else [])
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if line is None:
-            print(f"{fw:<14}FAILED\n{proc.stderr[-3000:]}")
+        r, stderr = run_fresh([__file__, "--one", fw, "--page-ms", str(a.page_ms)] + (["--quick"] if a.quick else []))
+        if r is None:
+            print(f"{fw:<14}FAILED\n{stderr[-3000:]}")
             continue
-        r = json.loads(line[7:])
         sup = "-" if r["suppressed"] is None else str(r["suppressed"])
         fill = "-" if r["fill"] is None else f"{r['fill']:.2f}"
         print(f"{fw:<14}{r['kept_out']:>9}{r['kept_out'] / r['doomed']:>8.1%}{r['ran']:>6}{sup:>11}"

@@ -1,8 +1,9 @@
 """Model backends as batched stages for shared pools (installed as `curate.models`).
 
-One file per backend, named after it (`rapidocr.py`, `mineru.py`, `qwen_vl.py`); the task
-signatures are in `protocols.py`, and `dummy.py` has a deterministic CPU stand-in for every
-task. The conventions every backend follows:
+One file per backend, named after it (`rapidocr.py`, `mineru.py`, `qwen_vl.py`; a large one
+keeps its engines beside it, `qwen_vl_engines.py`, and `_transformers.py` has the transformers
+loading the Qwen-VL-family backends share); the task signatures are in `protocols.py`, and
+`dummy.py` has a deterministic CPU stand-in for every task. The conventions every backend follows:
 
 1. **One model class = one actor.** A `cu.Pool(cls, init=...)` or a class stage builds it once
    per worker; the model loads once there and serves every batch that worker gets.

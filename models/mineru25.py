@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import time
 from pathlib import Path
 
 from curate.modalities.pdf import crops
 from curate.modalities.pdf.records import PageImage, RegionRecord
+from curate.models._transformers import image_only_processor
 
 import curate as cu
 from curate.deps import require
@@ -305,38 +305,8 @@ def load_transformers(model: str, device: str = "cpu", dtype: str = "auto"):
     try:
         processor = load_transformers_processor(model)
     except ImportError:
-        processor = _pil_processor(model)
+        processor = image_only_processor(model, "Qwen2VLProcessor")
     return vlm, processor
-
-
-def _pil_processor(model: str):
-    """A Qwen2-VL processor from the checkpoint's tokenizer, chat template and (PIL) image processor."""
-    from transformers import AutoImageProcessor, AutoTokenizer, Qwen2VLProcessor
-    from transformers.processing_utils import ProcessorMixin
-
-    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
-        """Qwen2VLProcessor without the video processor (which needs torchvision)."""
-
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            self.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
-            self.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
-            self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-            self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
-            ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    image_processor = AutoImageProcessor.from_pretrained(model, backend="pil")
-    return ImageOnlyQwen2VLProcessor(image_processor, tokenizer, chat_template=_chat_template(model, tokenizer))
-
-
-def _chat_template(model: str, tokenizer) -> str | None:
-    """The processor's chat template: chat_template.jinja or .json beside the weights, else the tokenizer's."""
-    jinja, js = Path(model) / "chat_template.jinja", Path(model) / "chat_template.json"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
-    if js.is_file():
-        return json.loads(js.read_text(encoding="utf-8"))["chat_template"]
-    return getattr(tokenizer, "chat_template", None)
 
 
 def _vllm_engine(model: str, engine_options: dict):

@@ -287,9 +287,9 @@ def test_transformers_engine_two_calls_one_pool(tiny_model, executor):
 
 
 def test_http_engine_against_an_openai_compatible_server(tiny_model):
-    from openai_server import OpenAIServer
+    from openai_server import OpenAIServer, mineru25_completer
 
-    with OpenAIServer(tiny_model) as server:
+    with OpenAIServer(mineru25_completer(tiny_model), name="tiny-mineru25") as server:
         init = {"engine": "http-client", "server_url": server.url}
         check_run(cu.run(pipeline(init), inputs(), executor="local", input_batch_size=2, inflight=1))
         assert server.requests == 3 + 3 * len(KINDS)  # a layout per good page, then one per region

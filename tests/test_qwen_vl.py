@@ -2,7 +2,7 @@
 (curate.models.testing, by its command line) and loaded like the real one: the shared parts
 (items, prompt templates, frame sizing, output cleanup), the transformers engine called directly
 and as two Calls (caption, summarize) of one cu.Pool on the local executor and on Ray, the http
-engine against an OpenAI-compatible server started here (tests/caption_server.py), vLLM where it
+engine against an OpenAI-compatible server started here (tests/openai_server.py), vLLM where it
 imports, the errors for a model that is not there, and the bundled `video_captions` recipe end
 to end on a real video. The weights are random, so captions are noise: the tests check where each
 one lands, that the engines agree, and that the code paths are the real ones."""
@@ -210,11 +210,11 @@ def test_two_calls_of_one_pool_on_ray(tiny_model, ray_cluster):
 
 # ---- the http engine -----------------------------------------------------------------------------
 def test_http_engine_matches_transformers_and_bounds_its_concurrency(tiny_model, captioner):
-    from caption_server import CaptionServer
+    from openai_server import OpenAIServer, qwen_vl_completer
 
     clips = [frames(10 + i, i % 3 + 1) for i in range(7)] + [[]]
     local = QwenVL(model=tiny_model, **{**INIT, "batch_size": 1})  # the server answers one clip at a time
-    with CaptionServer(tiny_model, hold_s=0.2) as server:
+    with OpenAIServer(qwen_vl_completer(tiny_model), name="tiny-qwen25vl", hold_s=0.2) as server:
         http = QwenVL(engine="http", server_url=server.url, max_concurrency=3, image_format="png",
                       max_new_tokens=TOKENS, summary_max_new_tokens=TOKENS)
         assert http.model_name == server.name  # asked the server

@@ -16,7 +16,9 @@ byte-level BPE tokenizer (`Qwen2Tokenizer`) with the Qwen2-VL chat template, a
 vision tower (embed_dim 32), a byte-level BPE tokenizer (the 256 byte symbols, no merges, the
 special tokens above and a few whole-phrase tokens), the chat template, generation_config.json,
 and an image processor whose `max_pixels` keeps every image at 16 vision tokens or fewer (the
-real one allows far more). About 2 s once torch is imported.
+real one allows far more). About 2 s once torch is imported. The tokenizer, config.json's
+layout and the processor files come from curate.models.testing's helpers, shared with its tiny
+Qwen2.5-VL; the scripted weights are MinerU's own.
 
 `scripted=False` leaves the weights random: the text is random, and the client must survive it.
 `scripted=True` (the default) then sets some weights by hand, so that the model answers each
@@ -45,6 +47,15 @@ import json
 import time
 from pathlib import Path
 
+from curate.models.testing import (
+    QWEN_VL_SPECIALS,
+    byte_level,
+    qwen_vl_config,
+    save_checkpoint,
+    write_processor_files,
+    write_tokenizer,
+)
+
 # What the scripted model answers, by the prompt's task letter.
 TITLE_BOX = (80, 60, 920, 110)
 LINES = [  # layout blocks after the title, each one token
@@ -61,24 +72,8 @@ TABLE_OTSL = "<fcel>k<fcel>v<nl><fcel>1<fcel>2<nl>"
 FORMULA = "E = m c^2"
 IMAGE = "A picture."
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-            "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-            "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<|ref_start|>", "<|ref_end|>",
-            "<|rotate_up|>", "<|rotate_right|>", "<|rotate_down|>", "<|rotate_left|>", "<|txt_contd_tgt|>"]
-
-CHAT_TEMPLATE = (  # Qwen2-VL's
-    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
-    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system\n"
-    "You are a helpful assistant.<|im_end|>\n{% endif %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n{% else %}"
-    "{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
-    "{% set image_count.value = image_count.value + 1 %}{% if add_vision_id %}Picture {{ image_count.value }}: "
-    "{% endif %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif content['type'] == 'video' or 'video' in content %}{% set video_count.value = video_count.value + 1 %}"
-    "{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+SPECIALS = [*QWEN_VL_SPECIALS, "<|ref_start|>", "<|ref_end|>", "<|rotate_up|>", "<|rotate_right|>",
+            "<|rotate_down|>", "<|rotate_left|>", "<|txt_contd_tgt|>"]  # Qwen2-VL's, then MinerU's
 
 HIDDEN, HEADS, KV_HEADS, LAYERS = 320, 5, 1, 2  # head_dim 64, as the real model's
 HEAD_DIM = HIDDEN // HEADS
@@ -89,82 +84,20 @@ MAX_PIXELS = 28 * 28 * 16  # at most 16 vision tokens per image (the real model 
 MIN_PIXELS = 28 * 28 * 4
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character table, which Qwen2's byte-level BPE writes its vocabulary in."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) \
-        + list(range(ord("\u00ae"), ord("\u00ff") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-def _byte_level(text: str) -> str:
-    """`text` as a byte-level vocabulary entry."""
-    table = _bytes_to_unicode()
-    return "".join(table[b] for b in text.encode())
-
-
 def _phrases() -> list[str]:
     """The whole-phrase tokens: layout lines and answers, generated but never produced by encoding."""
     return [*LINES, f"{TITLE_BOX[0]} {TITLE_BOX[1]} {TITLE_BOX[2]} {TITLE_BOX[3]}", "title",
             TEXT, TABLE_OTSL, FORMULA, IMAGE]
 
 
-def _tokenizer(path: Path) -> dict[str, int]:
-    """Write tokenizer.json, tokenizer_config.json and chat_template.json; return token -> id."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-
-    vocab = {ch: i for i, ch in enumerate(sorted(_bytes_to_unicode().values()))}  # the 256 byte symbols
-    for phrase in _phrases():
-        vocab.setdefault(_byte_level(phrase), len(vocab))
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))  # no merges: one token a byte
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SPECIALS])
-    assert tok.get_vocab_size() <= VOCAB, tok.get_vocab_size()
-    tok.save(str(path / "tokenizer.json"))
-    config = {"tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "eos_token": "<|im_end|>",
-              "pad_token": "<|endoftext|>", "unk_token": None, "padding_side": "left", "model_max_length": 4096,
-              "add_prefix_space": False, "errors": "replace", "clean_up_tokenization_spaces": False,
-              "split_special_tokens": False, "chat_template": CHAT_TEMPLATE}  # vLLM templates with the tokenizer
-    (path / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
-    (path / "chat_template.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}, indent=2))
-    return {**tok.get_vocab(with_added_tokens=True)}
-
-
 def _config(ids: dict[str, int]) -> dict:
     """config.json in the real checkpoint's flat layout (transformers 4 wrote it so)."""
-    return {
-        "architectures": ["Qwen2VLForConditionalGeneration"], "model_type": "qwen2_vl",
-        "attention_dropout": 0.0, "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"], "hidden_act": "silu", "hidden_size": HIDDEN,
-        "intermediate_size": 64, "initializer_range": 0.02, "max_position_embeddings": 4096,
-        "max_window_layers": LAYERS, "num_attention_heads": HEADS, "num_hidden_layers": LAYERS,
-        "num_key_value_heads": KV_HEADS, "rms_norm_eps": 1e-6,
-        "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}, "rope_theta": 1000000.0,
-        "sliding_window": 4096, "use_sliding_window": False, "tie_word_embeddings": False,
-        "torch_dtype": "float32", "use_cache": True, "vocab_size": VOCAB,
-        "image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
-        "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"],
-        "vision_token_id": ids["<|vision_pad|>"],
-        "vision_config": {"depth": 1, "embed_dim": 32, "hidden_size": HIDDEN, "hidden_act": "quick_gelu",
-                          "mlp_ratio": 2, "num_heads": 1, "in_chans": 3, "in_channels": 3, "patch_size": 14,
-                          "spatial_patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2},
-    }
-
-
-def _processor_files(path: Path) -> None:
-    image = {"image_processor_type": "Qwen2VLImageProcessor", "processor_class": "Qwen2VLProcessor",
-             "do_convert_rgb": True, "do_normalize": True, "do_rescale": True, "do_resize": True,
-             "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
-             "rescale_factor": 1 / 255, "resample": 3, "min_pixels": MIN_PIXELS, "max_pixels": MAX_PIXELS,
-             "size": {"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS},
-             "patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
-    (path / "preprocessor_config.json").write_text(json.dumps(image, indent=2))
+    vision = {"depth": 1, "embed_dim": 32, "hidden_size": HIDDEN, "hidden_act": "quick_gelu", "mlp_ratio": 2,
+              "num_heads": 1, "in_chans": 3, "in_channels": 3, "patch_size": 14, "spatial_patch_size": 14,
+              "spatial_merge_size": 2, "temporal_patch_size": 2}
+    return qwen_vl_config(ids, architecture="Qwen2VLForConditionalGeneration", model_type="qwen2_vl", hidden=HIDDEN,
+                          heads=HEADS, kv_heads=KV_HEADS, layers=LAYERS, intermediate=64, max_positions=4096,
+                          vocab_size=VOCAB, vision_config=vision)
 
 
 def _script(model, ids: dict[str, int]) -> None:
@@ -199,7 +132,7 @@ def _script(model, ids: dict[str, int]) -> None:
         slow = HEAD_DIM // 2 - 1
         attn.q_proj.bias[slow] = 4.0
         for k, (letter, dim) in enumerate(TASK_DIMS.items()):
-            tid = ids[_byte_level(letter)]
+            tid = ids[byte_level(letter)]
             attn.k_proj.weight[slow, tid] = 4.0
             attn.v_proj.weight[k, tid] = 1.0
             attn.o_proj.weight[dim, k] = 1.0 / (HIDDEN ** 0.5)  # the normed one-hot is sqrt(HIDDEN) long
@@ -213,7 +146,7 @@ def _script(model, ids: dict[str, int]) -> None:
 
 def _chains(ids: dict[str, int]) -> dict[str, list[int]]:
     """Per task letter, the token ids of its answer, ending with <|im_end|>."""
-    t = lambda s: ids[s] if s in ids else ids[_byte_level(s)]
+    t = lambda s: ids[s] if s in ids else ids[byte_level(s)]
     title = ["<|box_start|>", f"{TITLE_BOX[0]} {TITLE_BOX[1]} {TITLE_BOX[2]} {TITLE_BOX[3]}", "<|box_end|>",
              "<|ref_start|>", "title", "<|ref_end|>", "<|rotate_up|>"]
     layout = [LINES[0], *title, *LINES[1:]]
@@ -231,19 +164,15 @@ def build(path: str | Path, scripted: bool = True) -> Path:
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    ids = _tokenizer(path)
-    _processor_files(path)
+    ids = write_tokenizer(path, SPECIALS, _phrases(), vocab_size=VOCAB, model_max_length=4096)
     flat = _config(ids)
     torch.manual_seed(0)
     model = Qwen2VLForConditionalGeneration(Qwen2VLConfig(**json.loads(json.dumps(flat))))
     if scripted:
         _script(model, ids)
-    model.save_pretrained(path)
-    (path / "config.json").write_text(json.dumps(flat, indent=2))  # the real file's layout
-    (path / "generation_config.json").write_text(json.dumps(
-        {"bos_token_id": ids["<|endoftext|>"], "eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
-         "pad_token_id": ids["<|endoftext|>"], "do_sample": False}, indent=2))
-    (path / "processor_config.json").write_text(json.dumps({"processor_class": "Qwen2VLProcessor"}, indent=2))
+    save_checkpoint(model, path, flat)
+    write_processor_files(path, ids, "Qwen2VLProcessor", min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS,
+                          size={"shortest_edge": MIN_PIXELS, "longest_edge": MAX_PIXELS})
     return path
 
 
