@@ -9,7 +9,10 @@ each process) for
   `curate.models.testing` as the captioner, and every clip extracted to its own file.
 
 Both run in a fresh local Ray into a temporary output directory; each worker is a process of
-its own, so its peak is its own. The inputs are made first and not timed.
+its own, so its peak is its own. The inputs are made first, in a subprocess (so the driver's
+peak is the run's, not PyAV's or torch's while writing them), and not timed. A worker's peak
+includes the pages of Ray's shared object store it touched (values it wrote or read there).
+Run it with --minutes 10 and --minutes 30 to see whether a worker's peak grows with the video.
 
     python benchmarks/memory.py [--pages 3000] [--minutes 30]
 """
@@ -69,20 +72,29 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", type=int, default=3000)
     ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--make", help=argparse.SUPPRESS)  # internal: write the inputs into this directory
     args = ap.parse_args()
+    if args.make:
+        make = Path(args.make)
+        write_pdf(make / "long.pdf", args.pages)
+        write_video(make / "long.mp4", args.minutes)
+        from curate.models.testing import build_tiny_qwen25vl
+
+        build_tiny_qwen25vl(str(make / "tiny-qwen25vl"))
+        return
     import ray
+
+    import subprocess
 
     import curate as cu
     from curate.io.sources import path_key
-    from curate.models.testing import build_tiny_qwen25vl
     from curate.recipe import load_recipe
 
     tmp = Path(tempfile.mkdtemp(prefix="curate-memory-"))
     pdf, video, model = tmp / "long.pdf", tmp / "long.mp4", tmp / "tiny-qwen25vl"
     t = time.perf_counter()
-    write_pdf(pdf, args.pages)
-    write_video(video, args.minutes)
-    build_tiny_qwen25vl(str(model))
+    subprocess.run([sys.executable, __file__, "--make", str(tmp), "--pages", str(args.pages),
+                    "--minutes", str(args.minutes)], check=True)
     print(f"made a {args.pages}-page PDF ({pdf.stat().st_size / 2**20:.1f} MB) and a {args.minutes:g}-minute "
           f"video ({video.stat().st_size / 2**20:.1f} MB) in {time.perf_counter() - t:.0f} s")
     ray.init(address="local", include_dashboard=False, log_to_driver=False,
