@@ -11,7 +11,8 @@ each process) for
 Both run in a fresh local Ray into a temporary output directory; each worker is a process of
 its own, so its peak is its own. The inputs are made first, in a subprocess (so the driver's
 peak is the run's, not PyAV's or torch's while writing them), and not timed. A worker's peak
-includes the pages of Ray's shared object store it touched (values it wrote or read there).
+includes the pages of Ray's shared object store it touched (values it wrote or read there);
+"private" is its largest private memory (RssAnon) at the end of a call, without those pages.
 Run it with --minutes 10 and --minutes 30 to see whether a worker's peak grows with the video.
 
     python benchmarks/memory.py [--pages 3000] [--minutes 30]
@@ -64,7 +65,8 @@ def report(label: str, res) -> None:
     print(f"  driver peak RSS {m.driver_peak_rss / 2**20:.0f} MiB")
     for name, p in m.pools.items():
         if any(p.worker_peak_rss):
-            peaks = ", ".join(f"{v / 2**20:.0f}" for v in p.worker_peak_rss)
+            peaks = ", ".join(f"{v / 2**20:.0f} (private {u / 2**20:.0f})"
+                              for v, u in zip(p.worker_peak_rss, p.worker_peak_private))
             print(f"  {name:<28} workers' peak RSS {peaks} MiB ({sum(p.worker_batches)} batches)")
 
 

@@ -221,14 +221,15 @@ class Driver:
         if s.done:
             self.sink.close()
             return True
-        if s.can_admit() or any(s.queues):
+        if s.can_admit() or any(s.queues) or any(s.held):
             return False
         raise EngineError("no batch in flight, none ready and the run is not done")
 
-    def next_call(self, pool: int) -> int | None:
-        """The Call of `pool` a free worker should serve now, or None if none has ready grains."""
+    def next_call(self, pool: int, idle: bool = True) -> int | None:
+        """The Call of `pool` a free worker should serve now, or None if none has grains it may
+        take (`idle`: the worker has nothing in flight; see `Scheduler.ready`)."""
         for c in self._pool_calls[pool]:
-            if self.sched.queues[c]:
+            if self.sched.ready(c, idle):
                 return c
         return None
 

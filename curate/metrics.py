@@ -39,6 +39,9 @@ class PoolMetrics:
     worker_batches: list[int]
     worker_busy_s: list[float]
     worker_peak_rss: list[int] = field(default_factory=list)  # bytes per worker process (Ray; 0: unknown)
+    # bytes per worker: its largest private memory (RssAnon) at a call's end; worker_peak_rss
+    # also counts the shared object-store pages the process touched
+    worker_peak_private: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -84,11 +87,13 @@ class RunMetrics:
         for c in self.calls.values():
             lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
                          f"{c.suppressed:>6}{c.failed:>7}{c.busy_s:>8.3f}")
-        workers = {n: max(p.worker_peak_rss) for n, p in self.pools.items() if any(p.worker_peak_rss)}
+        workers = {n: (max(p.worker_peak_rss), max(p.worker_peak_private, default=0))
+                   for n, p in self.pools.items() if any(p.worker_peak_rss)}
         if self.driver_peak_rss:
             lines.append(f"peak memory: driver {self.driver_peak_rss / 2**20:.0f} MiB"
                          + ("" if not workers else "; workers " + ", ".join(
-                             f"{n} {v / 2**20:.0f} MiB" for n, v in workers.items())))
+                             f"{n} {v / 2**20:.0f} MiB" + (f" (private {u / 2**20:.0f})" if u else "")
+                             for n, (v, u) in workers.items())))
         return "\n".join(lines)
 
 
@@ -102,7 +107,7 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
                 busy[c] += t
         pools[p.name] = PoolMetrics(p.name, len(p.workers), [plan.calls[c].name for c in p.calls],
                                     [s.batches for s in p.workers], [s.busy_s for s in p.workers],
-                                    [s.peak_rss for s in p.workers])
+                                    [s.peak_rss for s in p.workers], [s.peak_private for s in p.workers])
     calls = {}
     for c in plan.calls:
         k = sched.counters[c.id]

@@ -1,7 +1,8 @@
 """The prefetch cap, driven by hand on the pure scheduler: at a nested Call, a parent with no
 report there yet has at most `probe_grains` grains queued or in flight; the rest are held aside
 and come back to the queue head in order at its first report, or are SUPPRESSED without running
-if that report was a GroupFailure. Held grains only ever top up a batch the queue cannot fill."""
+if that report was a GroupFailure. Held grains only top up a batch the queue cannot fill, or, in
+the run's tail (input closed), make a batch for an idle worker."""
 
 from __future__ import annotations
 
@@ -106,6 +107,24 @@ def test_held_grains_top_up_a_batch_the_queue_cannot_fill():
     assert finish(s) == ["d3.1", "d3.2"]
     pages = outcomes(s)
     assert [pages[(0, i)][0] for i in range(6)] == ["FAILED"] + ["SUPPRESSED"] * 5
+
+
+def test_an_idle_worker_takes_held_grains_only_in_the_runs_tail():
+    s = start([6, 3])
+    b = s.reserve(OCR)  # d6.0, d3.0 and two held pages of d6: the probe batch is in flight
+    assert s.ready(OCR) == 0 and s.held[OCR] == 5
+    # while more input may come, admission refills the queue: an idle worker does not take held grains
+    assert s.ready(OCR, idle=True) == 0 and s.reserve(OCR, idle=True) is None
+    s.close_input()  # the tail: nothing more to admit, so a second worker would sit idle
+    assert s.ready(OCR, idle=True) == 5 and s.ready(OCR) == 0
+    assert s.reserve(OCR) is None  # a busy worker still never starts a batch of held grains
+    b2 = s.reserve(OCR, idle=True)
+    assert b2.inputs == ["d6.3", "d6.4", "d6.5", "d3.1"]  # oldest parent first
+    ok(s, b)
+    ok(s, b2)
+    assert finish(s) == ["d3.2"]
+    assert [v for _, v in sorted(outcomes(s).items())] == [
+        ("PRESENT", x) for x in ["d6.0", "d6.1", "d6.2", "d6.3", "d6.4", "d6.5", "d3.0", "d3.1", "d3.2"]]
 
 
 def test_held_grains_come_back_at_the_queue_head_in_order_after_the_first_report():

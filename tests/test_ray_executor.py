@@ -263,3 +263,5 @@ def test_metrics_report_the_peak_memory_of_the_driver_and_each_actor():
     assert m.driver_peak_rss > 10 * 2**20 and "peak memory: driver" in m.summary()
     peaks = m.pools["Model"].worker_peak_rss
     assert len(peaks) == 2 and all(p > 10 * 2**20 for p in peaks)  # each actor's own process
+    private = m.pools["Model"].worker_peak_private  # its own heap at a call's end, no shared pages
+    assert len(private) == 2 and all(10 * 2**20 < v <= p for v, p in zip(private, peaks))

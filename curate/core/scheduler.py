@@ -43,8 +43,11 @@ class Scheduler(Dataflow):
     become ready. At its first report (a commit, a drop, an item failure or a final failure)
     they go back to the queue head, in order, behind grains put back there before them; if
     that report was a GroupFailure they are SUPPRESSED without ever running. A failed or
-    requeued attempt keeps the parent probing. Held grains never leave a worker short: a batch
-    the queue cannot fill is topped up with them, oldest parent first. 0 turns the cap off."""
+    requeued attempt keeps the parent probing. Held grains never leave a worker short or idle: a
+    batch the queue cannot fill is topped up with them, oldest parent first; and once the input
+    is closed (no more roots to admit: the run's tail), a worker with nothing in flight
+    (`idle=True`) takes them when the queue is empty rather than sit idle for a report. Before
+    that, admission refills the queue instead. 0 turns the cap off."""
 
     def __init__(self, plan: Plan, *, inflight: int | None = defaults.DEFAULT_INFLIGHT,
                  ready_batches: int = defaults.DEFAULT_READY_BATCHES,
@@ -125,12 +128,15 @@ class Scheduler(Dataflow):
         return sum(self.created) - self._released
 
     # ---- reservation ----------------------------------------------------------------------
-    def ready(self, call: int) -> int:
-        return len(self.queues[call])
+    def ready(self, call: int, idle: bool = False) -> int:
+        """Grains of `call` a worker may take now; `idle`: a worker with nothing in flight,
+        which in the run's tail may also take grains held by the prefetch cap."""
+        return len(self.queues[call]) + (self.held[call] if idle and self.input_closed else 0)
 
-    def reserve(self, call: int, limit: int | None = None) -> Batch | None:
+    def reserve(self, call: int, limit: int | None = None, idle: bool = False) -> Batch | None:
         """Take up to batch_size ready grains of `call` from its queue head, any parents; if the
-        queue runs dry first, grains held by the prefetch cap top the batch up (`_top_up`)."""
+        queue runs dry first, grains held by the prefetch cap top the batch up (`_top_up`), and
+        for an `idle` worker in the run's tail they may make the whole batch."""
         q = self.queues[call]
         spec = self.plan.calls[call]
         cap = spec.batch_size if limit is None else min(limit, spec.batch_size)
@@ -157,7 +163,7 @@ class Scheduler(Dataflow):
                 continue
             keys.append(key)
             gens.append(gen)
-        if keys and not q and len(keys) < cap and self.held[call]:
+        if (keys or (idle and self.input_closed)) and not q and len(keys) < cap and self.held[call]:
             self._top_up(call, keys, gens, cap)
         if not keys:
             return None

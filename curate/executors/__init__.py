@@ -22,6 +22,7 @@ class WorkerStats:
     busy_s: float = 0.0
     calls_busy_s: dict[int, float] = field(default_factory=dict)
     peak_rss: int = 0  # bytes: the peak resident memory of its process (0: not measured)
+    peak_private: int = 0  # bytes: its largest private memory at a batch's end (0: not measured)
 
     def add(self, call: int, seconds: float) -> None:
         self.batches += 1
@@ -36,6 +37,19 @@ class PoolReport:
     name: str
     calls: list[int]
     workers: list[WorkerStats]
+
+
+def private_rss() -> int:
+    """This process's private resident memory now, in bytes (Linux RssAnon: its own heap and
+    arrays, not the shared object-store or file pages it has mapped); 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def peak_rss() -> int:

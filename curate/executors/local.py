@@ -168,10 +168,10 @@ class LocalExecutor:
     def _dispatch(self, driver, idle: list[list[_Worker]]) -> None:
         for pool, free in enumerate(idle):
             while free:
-                call = driver.next_call(pool)
+                call = driver.next_call(pool, idle=True)
                 if call is None:
                     break
-                batch = driver.sched.reserve(call)
+                batch = driver.sched.reserve(call, idle=True)
                 if batch is None:  # every ready grain was suppressed on the way out
                     continue
                 w = free.pop()

@@ -43,6 +43,7 @@ class _Call:
     batches: list
     payload: object
     pings: int = 0  # a ping: how many pings the replaced actor has failed to answer so far
+    unstarted: bool = False  # queued behind a call whose actor died: it never ran
 
 
 class RayExecutor:
@@ -187,8 +188,11 @@ class RayExecutor:
             if sched.plan.calls[call].timeout_s:
                 k = 1  # a time limit is per batch: one batch per call, so a timeout fails only it
             batches = []
-            while len(batches) < k and (b := sched.reserve(call)) is not None:
+            idle = not g.flight[a]  # an idle actor may take grains the prefetch cap holds (one batch)
+            while len(batches) < k and (b := sched.reserve(call, idle=idle and not batches)) is not None:
                 batches.append(b)
+                if any(b.gens):  # a retry, maybe isolating a poison item: alone, so that if it kills
+                    break        # the worker it takes no other batch's attempt with it
             if not batches:
                 continue
             refs, pos = [], {}
@@ -205,14 +209,16 @@ class RayExecutor:
         pipelining never trades batch fill for latency."""
         busy = len(g.flight[actor]) > 0
         for c in g.calls:
-            r = sched.ready(c)
+            r = sched.ready(c, idle=not busy)
             if r and (not busy or r >= sched.plan.calls[c].batch_size):
                 return c
         return None
 
     def _apply(self, sched, ref, fl: _Call) -> None:
         mine = fl.group.flight[fl.actor]
-        running = mine[0] == ref  # an actor runs its calls in order: only the oldest had started
+        # an actor runs its calls in order: only the oldest had started (and when the actor died
+        # under it, the calls queued behind it never did, whichever order their errors arrive in)
+        running = mine[0] == ref and not fl.unstarted
         mine.remove(ref)
         if running:
             fl.group.since[fl.actor] = time.perf_counter()  # the next call starts now
@@ -238,6 +244,9 @@ class RayExecutor:
                     sched.fail(b.id, cause)
                 else:
                     sched.requeue(b.id)
+            if running:
+                for r in mine:
+                    self._flight[r].unstarted = True
             return
         if metas and metas[0][0] == UNBOUND:  # Ray restarted the actor since the run began
             for b in fl.batches:
@@ -277,6 +286,6 @@ def _measure_memory(groups: list[Group]) -> None:
     for ref in ready:
         g, i = asked[ref]
         try:
-            g.stats[i].peak_rss = ray.get(ref)
+            g.stats[i].peak_rss, g.stats[i].peak_private = ray.get(ref)
         except ray.exceptions.RayError:
             pass

@@ -16,7 +16,7 @@ from ray import cloudpickle
 from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, EngineError, build_stage
-from curate.executors import peak_rss
+from curate.executors import peak_rss, private_rss
 
 
 class _Counter:
@@ -103,6 +103,7 @@ class PoolWorker:
         self._run = None  # the run whose Calls it serves
         self._calls: dict[int, tuple[str, str, object]] = {}  # call -> (kind, name, fn or method)
         self._obj = None
+        self._peak_private = 0  # the largest private memory seen at the end of a batch
 
     def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> bool:
         self._run, self._calls = run, calls
@@ -144,14 +145,17 @@ class PoolWorker:
                 size = pickled_size(out)
             metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0))
             outs.append(out)
+        self._peak_private = max(self._peak_private, private_rss())  # the outputs are still held here
         return metas, outs
 
     def ping(self) -> bool:
         return True
 
-    def memory(self) -> int:
-        """This actor process's peak resident memory, in bytes."""
-        return peak_rss()
+    def memory(self) -> tuple[int, int]:
+        """This actor process's peak resident memory (VmHWM: it includes the pages of Ray's
+        shared object store the process touched) and its largest private memory at the end of
+        a call, in bytes."""
+        return peak_rss(), self._peak_private
 
 
 def _fail_unpicklable(rep: BatchReport, counts: list | None, kind: str, name: str) -> BatchReport:
