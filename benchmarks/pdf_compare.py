@@ -21,6 +21,7 @@ reference for the text-layer cost, not a like-for-like comparison for the scans.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -111,7 +112,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workloads", default="corpus,scans")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    results: dict = {}
     import ray
 
     ray.init(address="local", include_dashboard=False, log_to_driver=False,
@@ -138,10 +141,15 @@ def main() -> None:
         base_rate = base[1] / base[2]
         print(f"\n{workload}: {len(paths)} files" + (" (force_ocr: every page through RapidOCR)" if force else ""))
         print(f"{'system':<20}{'pages':>7}{'seconds':>9}{'pages/s':>9}{'vs loop':>9}  note")
+        results[workload] = []
         for name, pages, secs, note in rows:
             rate = pages / secs if secs else 0.0
             print(f"{name:<20}{pages:>7}{secs:>9.2f}{rate:>9.2f}{rate / base_rate:>8.2f}x  {note or ''}")
+            results[workload].append({"system": name, "pages": pages, "seconds": secs, "pages_per_s": rate,
+                                      "vs_loop": rate / base_rate, "note": note or ""})
     ray.shutdown()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ scoring, sampling and encoding carry the rest. Videos: every decodable file of t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -116,6 +117,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=3)
     ap.add_argument("--no-extract", action="store_true", help="(the recipe always extracts; kept for the loop)")
+    ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     import ray
 
@@ -139,14 +141,19 @@ def main() -> None:
     print(f"{len(paths)} videos ({args.copies} copies of each decodable file in {DATA}); tiny Qwen2.5-VL on CPU")
     print(f"{'system':<22}{'clips':>6}{'seconds':>9}{'clips/s':>9}{'vs loop':>9}")
     base = clips / secs
+    rows = []
     for name, n, s in (("sequential loop", clips, secs), ("curate end to end", clips_c, res.metrics.wall_s),
                        ("curate execution", clips_c, res.metrics.execution_s)):
         print(f"{name:<22}{n:>6}{s:>9.2f}{n / s:>9.2f}{n / s / base:>8.2f}x")
+        rows.append({"system": name, "clips": n, "seconds": s, "clips_per_s": n / s, "vs_loop": n / s / base})
     if cap is not None:
         print(f"caption batches: {cap.batches}, fill {cap.batch_fill:.2f} (batch {cap.batch_size}), "
               f"{len({v.split('/')[-1] for v in paths})} distinct files")
     ray.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"videos": len(paths), "rows": rows, "caption_fill": cap and cap.batch_fill,
+                                               "caption_batches": cap and cap.batches}, indent=1))
 
 
 if __name__ == "__main__":

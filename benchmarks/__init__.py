@@ -1,0 +1,1 @@
+"""curate's benchmark suite: `python -m benchmarks run [SUITE ...] [--quick]` (see __main__.py)."""
