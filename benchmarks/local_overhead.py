@@ -8,7 +8,7 @@ cost per grain grows with hierarchy depth (2 to 5 levels, about 20,000 leaves, e
 expanded and reduced back in order) and with fan-out (1 to 10,000 children per parent, 20,000
 leaves), on the local executor with near-free stages.
 
-    python benchmarks/local_overhead.py [--runs 5] [--entities 1000000] [--no-shapes]
+    python benchmarks/local_overhead.py [--runs 5] [--entities 10000,100000,1000000] [--no-shapes]
 """
 
 from __future__ import annotations
@@ -170,11 +170,13 @@ def shapes() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--entities", type=int, default=1_000_000)
+    ap.add_argument("--entities", default="1000000", help="live entities; a comma list sweeps (10000,100000,1000000)")
     ap.add_argument("--no-shapes", action="store_true", help="skip the depth and fan-out sweep")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
-    out = {"throughput": throughput(a.runs), "memory": memory(a.entities)}
+    thr = throughput(a.runs)
+    mem = [memory(int(n)) for n in a.entities.split(",")]
+    out = {"throughput": thr, "memory": mem[-1], "memory_sweep": mem}
     if not a.no_shapes:
         out["shapes"] = shapes()
     if a.json:

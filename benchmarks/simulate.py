@@ -11,8 +11,8 @@ What is real and what is modelled:
   from the pool's batch-time curve, and reports are applied in virtual-time order. Nothing
   sleeps.
 
-The corpus has the paper's shape: 3,689 PDFs, 174,744 pages, 1 to 427 pages each (Pareto(1.1)
-within 1..427, 12 documents of 400-427 pages, scaled to the total; deterministic). Pipeline:
+The corpus has the paper's shape: 3,689 PDFs, 174,744 pages, 1 to 427 pages each (`paper_counts`:
+log-normal page counts within 1..427, scaled to the total). Pipeline:
 document -> pages (a CPU expand, 5 ms + 2 ms/page, 64 CPU workers) -> OCR/VLM on the GPU pool
 (one worker per GPU, batches of up to 32 pages from any documents) -> ordered per-document
 assembly (CPU reduce, 1 ms + 0.1 ms/page, 16 workers). The GPU batch-time curve is an assumption
@@ -59,12 +59,34 @@ CPU_WORKERS, REDUCE_WORKERS = 64, 16
 
 
 def paper_counts(quick: bool = False, seed: int = 11) -> list[int]:
-    from admission import pareto_page_counts
+    """The paper's corpus shape: 3,689 documents, 174,744 pages (mean 47.4), 1 to 427 pages
+    each: log-normal (sigma 1.0) page counts scaled to the total and clamped to 1..427 (about 13
+    documents reach 400 or more); shuffled, deterministic. `quick`: a tenth, same shape."""
+    docs, total, longest = PAPER["docs"], PAPER["pages"], PAPER["longest"]
+    if quick:
+        docs, total = docs // 10, total // 10
+    rng = random.Random(seed)
+    longs: list[int] = []
+    raw = [rng.lognormvariate(0.0, 1.0) for _ in range(docs)]
+    budget = total
 
-    if quick:  # a tenth of the corpus, same shape
-        return pareto_page_counts(1.1, n_docs=369, total=17474, longest=427, n_long=2, seed=seed)
-    return pareto_page_counts(1.1, n_docs=PAPER["docs"], total=PAPER["pages"], longest=PAPER["longest"],
-                              n_long=12, seed=seed)
+    def counts(scale: float) -> list[int]:
+        return [min(longest, max(1, round(r * scale))) for r in raw]
+
+    lo, hi = 0.0, float(budget)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if sum(counts(mid)) < budget else (lo, mid)
+    out = counts(hi)
+    i = 0
+    while sum(out) != budget:  # fix rounding one page at a time, deterministically
+        step = 1 if sum(out) < budget else -1
+        if 1 <= out[i % len(out)] + step <= longest:
+            out[i % len(out)] += step
+        i += 1
+    out += longs
+    rng.shuffle(out)
+    return out
 
 
 # ---- the stages (near-free: time is modelled by the cluster) ---------------------------------
