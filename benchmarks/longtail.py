@@ -2,7 +2,8 @@
 process with its own local Ray (2 CPUs) after an untimed warm-up of 20 documents:
 
     render (per document, near-free) -> OCR (a model sleeping 40 ms + 2 ms per page, batches of
-    up to 32 pages, 2 replicas) -> ordered per-document assembly -> upload (10 ms per document)
+    up to 32 pages, 2 replicas) -> ordered per-document assembly -> upload (10 ms per document,
+    2 workers)
 
 Page counts: Pareto(alpha) shapes (benchmarks/admission.py `pareto_page_counts`): 320 documents
 and 3,000 pages with 4 documents of 400-420 pages per shape; `--quick`: 120 documents, 1,200
@@ -104,7 +105,8 @@ def run_curate(counts: list[int], costs, variant: str = "defaults") -> dict:
     text = pages.map(cu.stage(Ocr, init={"base_s": costs[0], "per_page_s": costs[1]}, batch_size=BATCH,
                               replicas=REPLICAS))
     docs = text.reduce(cu.stage(assemble))
-    pipe.output("uploaded", docs.map(cu.stage(Upload, init={"upload_s": costs[2]})))
+    # two upload workers, as rayorch's upload module has (Ray Data runs up to 8 upload tasks)
+    pipe.output("uploaded", docs.map(cu.stage(Upload, init={"upload_s": costs[2]}, replicas=2)))
     pipe.output("markdown", docs)
     t0 = time.time()
     c0 = time.process_time()
