@@ -31,6 +31,20 @@ class Ocr:
         return [f"d{d}p{p}" for d, p in pages]
 
 
+class Upload:
+    """The per-document upload: sleeps `upload_s` a document, returns (text length, time stamp)."""
+
+    def __init__(self, upload_s: float):
+        self.upload_s = upload_s
+
+    def __call__(self, docs):
+        out = []
+        for text in docs:
+            time.sleep(self.upload_s)
+            out.append((len(text), time.time()))
+        return out
+
+
 def render(docs):
     """(document, page count) -> its pages (document, page), in order (near-free: no sleep)."""
     return [[(d, p) for p in range(n)] for d, n in docs]

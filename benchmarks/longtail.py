@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import Ocr, assemble, expected, print_result, render  # noqa: E402
+from common import Ocr, Upload, assemble, expected, print_result, render  # noqa: E402
 
 if __name__ != "__main__":
     import ray
@@ -68,17 +68,6 @@ def quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else math.nan
 
-
-class Upload:
-    def __init__(self, upload_s: float):
-        self.upload_s = upload_s
-
-    def __call__(self, docs):
-        out = []
-        for text in docs:
-            time.sleep(self.upload_s)
-            out.append((len(text), time.time()))
-        return out
 
 
 def run_curate(counts: list[int], costs, variant: str = "defaults") -> dict:

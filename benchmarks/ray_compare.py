@@ -25,21 +25,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import Ocr, assemble, expected, print_result, render, run_fresh  # noqa: E402
+from common import Ocr, Upload, assemble, expected, print_result, render, run_fresh  # noqa: E402
 
 PROFILES = {"heavy": (0.040, 0.002, 0.010), "light": (0.001, 0.0001, 0.0005)}
 
-
-class Upload:
-    def __init__(self, upload_s: float):
-        self.upload_s = upload_s
-
-    def __call__(self, docs):
-        out = []
-        for text in docs:
-            time.sleep(self.upload_s)
-            out.append((len(text), time.time()))
-        return out
 
 
 def run_curate(page_counts, costs, output_dir=None):

@@ -39,28 +39,29 @@ class PoolReport:
     workers: list[WorkerStats]
 
 
-def private_rss() -> int:
-    """This process's private resident memory now, in bytes (Linux RssAnon: its own heap and
-    arrays, not the shared object-store or file pages it has mapped); 0 where unknown."""
+def _status_bytes(field: str) -> int | None:
+    """A memory figure of this process from /proc/self/status (Linux), in bytes; None elsewhere."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("RssAnon:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 0
+    return None
+
+
+def private_rss() -> int:
+    """This process's private resident memory now, in bytes (Linux RssAnon: its own heap and
+    arrays, not the shared object-store or file pages it has mapped); 0 where unknown."""
+    return _status_bytes("RssAnon") or 0
 
 
 def peak_rss() -> int:
     """The peak resident memory of this process in bytes (Linux VmHWM; elsewhere ru_maxrss)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    hwm = _status_bytes("VmHWM")
+    if hwm is not None:
+        return hwm
     import resource
     import sys
 
