@@ -11,13 +11,11 @@ from dataclasses import dataclass
 
 from curate import defaults
 from curate.core.admission import Admission
-from curate.core.dataflow import Dataflow
 from curate.core.lineage import KEY_BITS, KEY_MASK, Window
 from curate.core.outcome import DROPPED, FAILED, GROUP, PRESENT, SUPPRESSED, BatchReport
 from curate.core.plan import Plan
+from curate.core.prefetch import PROBED, PrefetchCap
 from curate.errors import Cause, CurateError, EngineError
-
-PROBED = 255  # probe byte of a parent whose grains at a Call have had a report there
 
 
 @dataclass(slots=True)
@@ -32,22 +30,13 @@ class Batch:
     inputs: list
 
 
-class Scheduler(Dataflow):
+class Scheduler(PrefetchCap):
     """Drives one Plan over a stream of input windows. See DESIGN.md, runtime guarantees.
 
     Admission: see `curate.core.admission.Admission` (on demand by default, or a fixed
     number of windows with `inflight`).
 
-    Prefetch cap. At a nested Call, a parent that has had no report there yet has at most
-    `probe_grains` grains queued or in flight there; its further grains are held aside as they
-    become ready. At its first report (a commit, a drop, an item failure or a final failure)
-    they go back to the queue head, in order, behind grains put back there before them; if
-    that report was a GroupFailure they are SUPPRESSED without ever running. A failed or
-    requeued attempt keeps the parent probing. Held grains never leave a worker short or idle: a
-    batch the queue cannot fill is topped up with them, oldest parent first; and once the input
-    is closed (no more roots to admit: the run's tail), a worker with nothing in flight
-    (`idle=True`) takes them when the queue is empty rather than sit idle for a report. Before
-    that, admission refills the queue instead. 0 turns the cap off."""
+    Prefetch cap: see `curate.core.prefetch.PrefetchCap` (`probe_grains`; 0 turns it off)."""
 
     def __init__(self, plan: Plan, *, inflight: int | None = defaults.DEFAULT_INFLIGHT,
                  ready_batches: int = defaults.DEFAULT_READY_BATCHES,
@@ -61,11 +50,9 @@ class Scheduler(Dataflow):
                                 ("max_bytes", max_bytes, 1, None), ("probe_grains", probe_grains, 0, PROBED - 1)):
             if not _whole(v) or v < lo or (hi is not None and v > hi):
                 raise CurateError(f"{name}={v!r}; use a whole number >= {lo}" + (f" and <= {hi}" if hi else ""))
-        super().__init__(plan)
+        super().__init__(plan, probe_grains)
         self.inflight = inflight
-        self.probe_grains = probe_grains
         self.replicas = [p.replicas or 1 for p in plan.pools]  # executors may overwrite (workers they run)
-        self.windows: dict[int, Window] = {}
         self.in_flight: dict[int, Batch] = {}
         self.stale_reports = 0
         self.admitted = 0  # roots admitted so far
@@ -76,10 +63,6 @@ class Scheduler(Dataflow):
         self._next_wid = 0
         self._next_bid = 0
         self._next_base = 0
-        self._call_node = [plan.nodes_by_id[c.node] for c in plan.calls]
-        self._capped = [probe_grains > 0 and n.grain_space != 0 for n in self._call_node]
-        self.held = [0] * len(plan.calls)  # grains held aside per Call (prefetch cap)
-        self._front = [0] * len(plan.calls)  # grains at each queue's head that were sent or put back there
         self.admission = Admission(plan, inflight, ready_batches, max_entities, max_bytes, self.replicas)
 
     # ---- admission ------------------------------------------------------------------------
@@ -220,10 +203,7 @@ class Scheduler(Dataflow):
             if retry:
                 retry.pop((call, key), None)
             if capped:  # the first report of its parent here: its held grains may go
-                par = w.parent[gspace][idx]
-                if w.probe[call][par] != PROBED:
-                    w.probe[call][par] = PROBED
-                    (probed := probed or []).append((w, par))
+                probed = self._probed(call, w, idx, probed)
             if nested and self._suppressed(node, w, idx):  # a sibling failed while it was in flight
                 continue
             code = PRESENT if codes is None else codes[i]
@@ -270,10 +250,7 @@ class Scheduler(Dataflow):
                     cnt.failed += 1
                     w, idx = self.windows[key >> KEY_BITS], key & KEY_MASK
                     if self._capped[call]:  # a final failure is its parent's first report here
-                        par = w.parent[node.grain_space][idx]
-                        if w.probe[call][par] != PROBED:
-                            w.probe[call][par] = PROBED
-                            (probed := probed or []).append((w, par))
+                        probed = self._probed(call, w, idx, probed)
                     self._resolve_grain(node, w, idx, FAILED, cause)
                     continue
             requeue.append(key)
@@ -303,80 +280,6 @@ class Scheduler(Dataflow):
     def _retry_state(self, call: int, key: int) -> list[int]:
         """[generation, batch cap, isolated attempts] of a grain that has been sent back."""
         return self._retry.setdefault((call, key), [0, self.plan.calls[call].batch_size, 0])
-
-    def _enqueue(self, call: int, w: Window, idx: int) -> None:
-        """Prefetch cap: a parent with no report yet at a nested Call has at most `probe_grains`
-        grains queued or in flight there; its further grains are held aside until that report.
-        Held grains are not ready: admission and executors see only what may run now."""
-        if self._capped[call]:
-            par = w.parent[self._call_node[call].grain_space][idx]
-            pr = w.probe[call]
-            n = pr[par]
-            if n != PROBED:
-                if n >= self.probe_grains:
-                    groups = w.held.get(call)
-                    if groups is None:
-                        groups = w.held[call] = {}
-                    held = groups.get(par)
-                    if held is None:
-                        groups[par] = [(w.wid << KEY_BITS) | idx]
-                    else:
-                        held.append((w.wid << KEY_BITS) | idx)
-                    self.held[call] += 1
-                    return
-                pr[par] = n + 1
-        self.queues[call].append((w.wid << KEY_BITS) | idx)
-
-    def _top_up(self, call: int, keys: list[int], gens: list[int], cap: int) -> None:
-        """The queue ran dry before the batch was full: fill it with held grains, oldest parent
-        first, rather than leave the worker short (the batch costs its fixed part anyway). Their
-        parents keep probing: the first report of any of their grains releases the rest."""
-        want = need = cap - len(keys)
-        for w in self.windows.values():
-            groups = w.held.get(call)
-            if not groups:
-                continue
-            emptied = []
-            for par, held in groups.items():
-                take = held[:need]
-                del held[:need]
-                keys += take
-                gens += [0] * len(take)
-                need -= len(take)
-                if not held:
-                    emptied.append(par)
-                if not need:
-                    break
-            for par in emptied:
-                del groups[par]
-            if not need:
-                break
-        self.held[call] -= want - need
-
-    def _release_held(self, call: int, probed: list[tuple[Window, int]]) -> None:
-        """Parents just probed at `call`: their held grains go back to the queue head in order,
-        or, where that first report was a GroupFailure, are SUPPRESSED without running."""
-        node, back = self._call_node[call], []
-        for w, par in probed:
-            groups = w.held.get(call)
-            held = groups.pop(par, None) if groups else None
-            if held is None:
-                continue
-            self.held[call] -= len(held)
-            bar = w.barriers.get((call, par)) if w.barriers else None
-            if bar is None:
-                back.extend(held)
-                continue
-            self.counters[call].suppressed += len(held)
-            for key in held:
-                self._retry.pop((call, key), None)
-                self._resolve_grain(node, w, key & KEY_MASK, SUPPRESSED, bar)
-        if back:  # behind the grains sent back before them, ahead of those that arrived later
-            q, n = self.queues[call], self._front[call]
-            q.rotate(-n)
-            q.extendleft(reversed(back))
-            q.rotate(n)
-            self._front[call] = n + len(back)
 
     def _add_bytes(self, keys: list[int], nbytes: int) -> None:
         """Charge a batch's payload bytes to the windows of its grains, in proportion to their
