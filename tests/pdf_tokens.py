@@ -25,7 +25,11 @@ def tokens(text: str) -> list[str]:
 
 def f1(candidate: str, reference: str) -> float:
     """Token F1 of `candidate` against `reference` over multisets (1.0 when both are empty)."""
-    got, want = Counter(tokens(candidate)), Counter(tokens(reference))
+    return counts_f1(Counter(tokens(candidate)), Counter(tokens(reference)))
+
+
+def counts_f1(got: Counter, want: Counter) -> float:
+    """F1 of a multiset of tokens against a reference multiset (1.0 when both are empty)."""
     if not got and not want:
         return 1.0
     common = sum((got & want).values())

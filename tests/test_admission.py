@@ -5,27 +5,13 @@ budget and a bytes budget; an explicit `inflight` keeps the fixed window count."
 from __future__ import annotations
 
 import pytest
+from doc_stages import Doc, Page, collect, ident, split
 
 import curate as cu
 from curate.core.outcome import BatchReport
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
-
-Doc = cu.Domain("doc")
-Page = Doc.child("page")
-
-
-def split(docs):
-    return [list(range(n)) for n in docs]
-
-
-def ident(xs):
-    return xs
-
-
-def collect(xs):
-    return [list(x) for x in xs]
 
 
 def doc_pipeline(ocr_batch=4, ocr_replicas=2):

@@ -24,6 +24,7 @@ from curate.modalities.pdf.windows import (
     split_pages,
 )
 from curate.models.mineru4 import Mineru4
+from pdf_tokens import counts_f1
 
 import curate as cu
 from curate.recipe import load_recipe
@@ -47,15 +48,8 @@ def tokens(markdown: str) -> collections.Counter:
 
 
 def token_f1(reference: str, candidate: str) -> float:
-    """Multiset F1 of the candidate's tokens against the reference's."""
-    ref, got = tokens(reference), tokens(candidate)
-    if not ref and not got:
-        return 1.0
-    common = sum((ref & got).values())
-    if not common:
-        return 0.0
-    precision, recall = common / sum(got.values()), common / sum(ref.values())
-    return 2 * precision * recall / (precision + recall)
+    """Multiset F1 of the candidate's tokens against the reference's (these tokens, not pdftotext's)."""
+    return counts_f1(tokens(candidate), tokens(reference))
 
 
 def build_pipeline(window_pages: int = WINDOW_PAGES) -> cu.Pipeline:

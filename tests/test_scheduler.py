@@ -4,27 +4,13 @@ generations, poison isolation, stale and duplicate reports, admission, reservati
 from __future__ import annotations
 
 import pytest
+from doc_stages import Doc, Page, collect, ident, split
 
 import curate as cu
 from curate.core.outcome import FAILED, GROUP, PRESENT, BatchReport
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
 from curate.errors import Cause
-
-Doc = cu.Domain("doc")
-Page = Doc.child("page")
-
-
-def split(docs):
-    return [list(range(n)) for n in docs]
-
-
-def ident(xs):
-    return xs
-
-
-def collect(xs):
-    return [list(x) for x in xs]
 
 
 def doc_pipeline(batch_size=1, retries=2, on_child_failure="suppress"):
