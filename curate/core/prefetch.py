@@ -30,10 +30,16 @@ class PrefetchCap(Dataflow):
         super().__init__(plan)
         self.probe_grains = probe_grains
         self.windows: dict[int, Window] = {}
+        self.input_closed = False  # no more roots will be admitted: the run's tail
         self._call_node = [plan.nodes_by_id[c.node] for c in plan.calls]
         self._capped = [probe_grains > 0 and n.grain_space != 0 for n in self._call_node]
         self.held = [0] * len(plan.calls)  # grains held aside per Call
         self._front = [0] * len(plan.calls)  # grains at each queue's head that were sent or put back there
+
+    def _takes_held(self, idle: bool) -> bool:
+        """Whether a worker may take held grains as a batch of their own: it is idle and the
+        input is closed (the run's tail: no admission will refill the queue)."""
+        return idle and self.input_closed
 
     def _probed(self, call: int, w: Window, idx: int, probed: list | None) -> list | None:
         """A report of grain `idx` at `call`: if it is its parent's first there, mark the parent
@@ -108,8 +114,7 @@ class PrefetchCap(Dataflow):
                 back.extend(held)
                 continue
             self.counters[call].suppressed += len(held)
-            for key in held:
-                self._retry.pop((call, key), None)
+            for key in held:  # held grains never ran, so they have no retry state to forget
                 self._resolve_grain(node, w, key & KEY_MASK, SUPPRESSED, bar)
         if back:  # behind the grains sent back before them, ahead of those that arrived later
             q, n = self.queues[call], self._front[call]

@@ -56,7 +56,6 @@ class Scheduler(PrefetchCap):
         self.in_flight: dict[int, Batch] = {}
         self.stale_reports = 0
         self.admitted = 0  # roots admitted so far
-        self.input_closed = False
         self.live_bytes = 0  # payload bytes reported by the grains of live windows
         self._released = 0  # entities of released windows
         self._retry: dict[tuple[int, int], list[int]] = {}  # (call, key) -> [generation, cap, attempts]
@@ -114,7 +113,7 @@ class Scheduler(PrefetchCap):
     def ready(self, call: int, idle: bool = False) -> int:
         """Grains of `call` a worker may take now; `idle`: a worker with nothing in flight,
         which in the run's tail may also take grains held by the prefetch cap."""
-        return len(self.queues[call]) + (self.held[call] if idle and self.input_closed else 0)
+        return len(self.queues[call]) + (self.held[call] if self._takes_held(idle) else 0)
 
     def reserve(self, call: int, limit: int | None = None, idle: bool = False) -> Batch | None:
         """Take up to batch_size ready grains of `call` from its queue head, any parents; if the
@@ -146,7 +145,7 @@ class Scheduler(PrefetchCap):
                 continue
             keys.append(key)
             gens.append(gen)
-        if (keys or (idle and self.input_closed)) and not q and len(keys) < cap and self.held[call]:
+        if (keys or self._takes_held(idle)) and not q and len(keys) < cap and self.held[call]:
             self._top_up(call, keys, gens, cap)
         if not keys:
             return None

@@ -8,6 +8,8 @@ past its Call's `timeout_s` is failed with `timeout_cause` and its worker replac
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,29 +41,27 @@ class PoolReport:
     workers: list[WorkerStats]
 
 
-def _status_bytes(field: str) -> int | None:
-    """A memory figure of this process from /proc/self/status (Linux), in bytes; None elsewhere."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def private_rss() -> int:
     """This process's private resident memory now, in bytes (Linux RssAnon: its own heap and
-    arrays, not the shared object-store or file pages it has mapped); 0 where unknown."""
-    return _status_bytes("RssAnon") or 0
+    arrays, not the shared object-store or file pages it has mapped); 0 where unknown. Read from
+    /proc/self/statm (resident minus shared pages: one short line, as workers read it per call)."""
+    try:
+        with open("/proc/self/statm") as f:
+            fields = f.read().split()
+        return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def peak_rss() -> int:
     """The peak resident memory of this process in bytes (Linux VmHWM; elsewhere ru_maxrss)."""
-    hwm = _status_bytes("VmHWM")
-    if hwm is not None:
-        return hwm
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     import resource
     import sys
 
