@@ -7,8 +7,10 @@ file fails its own input in the stage that opens it, and never the run."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -34,9 +36,7 @@ def glob(pattern: str, base_dir: str | os.PathLike = ".") -> Iterator[str]:
     """Files matching `pattern` (`**` recurses) under `base_dir`, sorted by path so every run
     sees the same input order. The names are listed at once (to sort them), so a pattern that
     matches no file raises SourceError here, before any run starts."""
-    import glob as globlib
-
-    matches = sorted(globlib.glob(pattern, root_dir=os.fspath(base_dir), recursive=True))
+    matches = sorted(_glob_matches(pattern, os.fspath(base_dir)))
     files = [f for f in (_join(base_dir, m) for m in matches) if not os.path.isdir(f)]
     if not files:
         where = "" if os.path.isabs(pattern) else f" under {os.path.abspath(base_dir)}"
@@ -44,6 +44,98 @@ def glob(pattern: str, base_dir: str | os.PathLike = ".") -> Iterator[str]:
                           "directory (a recipe's relative patterns start at the recipe's directory, "
                           "--input patterns at the working directory)")
     return iter(files)
+
+
+def _glob_matches(pattern: str, root: str) -> set[str]:
+    """What `glob.glob(pattern, root_dir=root, recursive=True)` matches, except that `**` never
+    enters a directory it is already inside. The standard glob follows a symlink back to an
+    ancestor (`photos/up -> ..`) until the OS refuses the path (40 links deep), listing the same
+    files under ever longer names, and with two such links it branches both ways at every level:
+    2^40 paths, a run that never starts. Here a link to a directory that the walk has gone
+    through, or that holds the current one, is a loop and is not followed; links to anywhere
+    else are followed as before. Hidden names (a leading `.`) are matched only by a
+    pattern part that starts with `.`, and `**` skips them, as in the standard glob."""
+    import glob as globlib
+
+    if "**" not in pattern:  # every part matches one level: no loop can make it recurse
+        return set(globlib.glob(pattern, root_dir=root, recursive=True))
+    absolute = os.path.isabs(pattern)
+    start = os.path.abspath(os.sep) if absolute else root
+    parts = [p for p in pattern.split(os.sep) if p]
+    found: set[str] = set()
+
+    def walk(rel: str, parts: list[str], inside: frozenset) -> None:
+        here = os.path.join(start, rel) if rel else start
+        if not parts:
+            found.add(rel)
+            return
+        head, rest = parts[0], parts[1:]
+        if head == "**":
+            walk(rel, rest, inside)  # `**` matches no directory, or one or more:
+            above = _real_ancestors(here)
+            for name in _names(here):
+                if name.startswith("."):
+                    continue
+                child = os.path.join(rel, name) if rel else name
+                ident = _dir_identity(os.path.join(here, name))
+                if ident is None:
+                    if not rest:  # a trailing `**` lists files too
+                        found.add(child)
+                elif ident not in inside and ident not in above:  # else a link back to where it is: a loop
+                    if not rest:
+                        found.add(child)
+                    walk(child, parts, inside | {ident})
+        elif globlib.has_magic(head):
+            for name in _names(here):
+                if (not name.startswith(".") or head.startswith(".")) and fnmatch.fnmatchcase(name, head):
+                    _step(walk, here, rel, name, rest, inside)
+        else:
+            _step(walk, here, rel, head, rest, inside)
+
+    walk("", parts, frozenset())
+    found.discard("")
+    if pattern.endswith(os.sep):  # a trailing separator matches directories only
+        found = {m + os.sep for m in found if _dir_identity(os.path.join(start, m))}
+    return {os.sep + m for m in found} if absolute else found
+
+
+def _step(walk, here: str, rel: str, name: str, rest: list[str], inside: frozenset) -> None:
+    """Go on matching `rest` below `name` (a directory), or take `name` as a match if it exists."""
+    full = os.path.join(here, name)
+    if rest and _dir_identity(full) is None:
+        return
+    if not rest and not os.path.lexists(full):
+        return
+    walk(os.path.join(rel, name) if rel else name, rest, inside)
+
+
+def _real_ancestors(directory: str) -> set[tuple[int, int]]:
+    """The identities of `directory` (links resolved) and of every directory above it."""
+    out, at = set(), os.path.realpath(directory)
+    while True:
+        ident = _dir_identity(at)
+        if ident is not None:
+            out.add(ident)
+        parent = os.path.dirname(at)
+        if parent == at:
+            return out
+        at = parent
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:  # unreadable, or gone: nothing matches below it (as in the standard glob)
+        return []
+
+
+def _dir_identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the directory `path` leads to (following links), None if it is none."""
+    try:
+        st = os.stat(path)
+    except OSError:  # missing, a dangling link, a symlink loop, no permission
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def list_file(path: str | os.PathLike) -> Iterator[str]:
@@ -79,8 +171,9 @@ def require_pyarrow_parquet():
 def path_key(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> str:
     """`PATH@HASH`: the path as given (relative to `base_dir` when one is given, `/`-separated)
     and the first 16 hex digits of the sha256 of the file's content. The same file gives the
-    same key on every run; an edited file gets a new one. A file that cannot be read gets
-    `PATH@missing`, and the stage that opens it fails that input."""
+    same key on every run; an edited file gets a new one. A file that cannot be read, or is not a
+    regular file (a directory, a named pipe, a device), gets `PATH@missing`, and the stage that
+    opens it fails that input."""
     shown = os.fspath(path)
     if base_dir is not None:
         try:
@@ -96,6 +189,10 @@ def path_key(path: str | os.PathLike, base_dir: str | os.PathLike | None = None)
 
 
 def _sha256_file(path: str | os.PathLike) -> str:
+    """The file's sha256; OSError for anything but a regular file: a named pipe would block the
+    driver until something wrote to it, and a device (/dev/zero) never ends."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(f"{os.fspath(path)} is not a regular file")
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(HASH_CHUNK_BYTES):
