@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from curate.modalities.files import check_file
 from curate.modalities.pdf.records import (
     DEFAULT_DPI,
     MAX_LONG_SIDE_PX,
@@ -104,18 +105,12 @@ def open_pdf(path: str, passwords: tuple[str, ...] | list[str] = ()) -> tuple[An
 
 
 def _check_file(path: str) -> None:
-    if not os.path.exists(path):
-        raise cu.InputError(f"{path}: no such file; check the path (a relative path is relative to the working "
-                            "directory, or to the recipe's directory for a recipe's own input)")
-    if os.path.isdir(path):
-        raise cu.InputError(f"{path}: is a directory, not a PDF; give the files inside it, e.g. --input '{path}/*.pdf'")
+    check_file(path, "PDF", "*.pdf")  # a regular file with something in it
     try:
         with open(path, "rb") as f:
             head = f.read(MAGIC_WINDOW)
     except OSError as exc:
         raise cu.InputError(f"{path}: cannot be read ({exc.strerror or exc}); fix its permissions") from None
-    if not head:
-        raise cu.InputError(f"{path}: the file is empty (0 bytes); download or export it again")
     if PDF_MAGIC not in head:
         raise cu.InputError(f"{path}: not a PDF: it does not start with '%PDF-' (it starts with {head[:16]!r}); "
                             "check what the file is, and convert it to PDF or leave it out of the input")

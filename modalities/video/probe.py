@@ -4,7 +4,9 @@
 or an `ItemFailure` whose `InputError` names the file, what is wrong and how to fix it:
 
 - the path: missing, a directory, unreadable, empty;
-- the container: not one FFmpeg reads (a truncated MP4 has lost its index, the "moov atom");
+- the container: not one FFmpeg reads (a truncated MP4 has lost its index, the "moov atom"; a
+  PDF, a text or an archive under a video's name is named for what its first bytes say), or a
+  still image (a PNG named .mp4, which FFmpeg would read as one frame);
 - the streams: no video stream (audio only), a codec this FFmpeg cannot decode (the codec
   preflight: the decoder must exist and give a first frame), zero frames (no packet decodes),
   frames too small to caption (under `min_side` px, e.g. 1x1).
@@ -29,6 +31,7 @@ import os
 import re
 from typing import Any
 
+from curate.modalities.files import check_file
 from curate.modalities.video.decode import (
     CONVERT_FIX,
     DECORD_LOCK,
@@ -49,6 +52,10 @@ DURATION_TOLERANCE_S = 0.5  # claimed vs packet end: a bigger gap (or 2 frames) 
 END_WINDOW_S = 5.0  # the packet check starts this long before the claimed end (then at the keyframe before)
 MAX_END_DECODE_S = 60.0  # a last GOP longer than this is not decoded: the packets' end is taken
 FRAME_COUNT_TOLERANCE = 0.02  # header frame count vs duration x fps: a bigger gap is noted
+STILL_IMAGE_FORMATS = ("image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe")  # and any *_pipe
+SNIFF_BYTES = 64  # bytes read to say what a file that is not a video is
+FILE_MAGIC = ((b"%PDF-", "a PDF document"), (b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+              (b"GIF8", "a GIF image"), (b"PK\x03\x04", "a ZIP archive"), (b"\x1f\x8b", "a gzip archive"))
 DECORD_PREFIX = re.compile(r"\[\d\d:\d\d:\d\d\]\s*\S+:\d+:\s*")  # decord's log prefix in its messages
 
 
@@ -83,6 +90,7 @@ def probe(item: Any, prefer: str = "decord", min_side: int = MIN_SIDE_PX) -> Vid
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise cu.InputError(_unopenable(path, exc, _is_mp4(path))) from None
     with container:
+        _not_an_image(container, path)
         stream = _checked_stream(container, path)
         facts = _measure(container, stream, path, min_side)
         streams = tuple(StreamInfo(s.index, s.type, _codec(s), s is stream or s.codec_context is not None)
@@ -93,6 +101,16 @@ def probe(item: Any, prefer: str = "decord", min_side: int = MIN_SIDE_PX) -> Vid
     del facts["shape"]
     return VideoRecord(path=path, container=container_name, codec=codec, streams=streams, decoder=decoder,
                        notes=tuple(notes), **facts)
+
+
+def _not_an_image(container, path: str) -> None:
+    """InputError if FFmpeg opened the file as a still image (a PNG or JPEG named .mp4: FFmpeg
+    sniffs the content, and would read it as a video of one frame)."""
+    name = container.format.name
+    if name in STILL_IMAGE_FORMATS or name.endswith("_pipe"):
+        kind = _sniff(path) or f"an image ({container.format.long_name})"
+        raise cu.InputError(f"{path}: not a video but a still image: {kind}, which FFmpeg reads with its "
+                            f"{name} image reader; caption images with an image pipeline, or leave it out of the input")
 
 
 def _checked_stream(container, path: str):
@@ -140,19 +158,12 @@ def _path_of(item: Any) -> str:
 
 
 def _check_file(path: str) -> None:
-    if not os.path.exists(path):
-        raise cu.InputError(f"{path}: no such file; check the path (a relative path is relative to the working "
-                            "directory, or to the recipe's directory for a recipe's own input)")
-    if os.path.isdir(path):
-        raise cu.InputError(f"{path}: is a directory, not a video; give the files inside it, "
-                            f"e.g. --input '{path}/*.mp4'")
+    check_file(path, "video", "*.mp4")  # a regular file with something in it
     try:
         with open(path, "rb") as f:
-            head = f.read(1)
+            f.read(1)
     except OSError as exc:
         raise cu.InputError(f"{path}: cannot be read ({exc.strerror or exc}); fix its permissions") from None
-    if not head:
-        raise cu.InputError(f"{path}: the file is empty (0 bytes); download or export it again")
 
 
 def _is_mp4(path: str) -> bool:
@@ -166,8 +177,24 @@ def _unopenable(path: str, exc: Exception, mp4: bool) -> str:
         why = ("the MP4 has no index (moov atom): the file is truncated or was never finished; download it again, "
                "or rebuild the index from a good file of the same camera (e.g. with untrunc)")
     else:
-        why = f"check what the file is (`ffprobe {path}`); if it is a video, {CONVERT_FIX}"
+        kind = _sniff(path)
+        why = (f"{'it is ' + kind + ', not a video: leave it out of the input, or ' if kind else ''}check what the "
+               f"file is (`ffprobe {path}`); if it is a video, {CONVERT_FIX}")
     return f"{path}: not a video FFmpeg can read ({type(exc).__name__}: {text[:200]}); {why}"
+
+
+def _sniff(path: str) -> str | None:
+    """What the file's first bytes say it is, when they say it clearly ("a PDF document (it
+    starts with b'%PDF-1.5')"); None if they do not."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    kind = next((name for magic, name in FILE_MAGIC if head.startswith(magic)), None)
+    if kind is None and head and all(32 <= b < 127 or b in (9, 10, 13) for b in head):
+        kind = "text"
+    return f"{kind} (it starts with {head[:16]!r})" if kind else None
 
 
 def _codec(stream) -> str:
