@@ -92,4 +92,5 @@ def _captions(video: VideoRecord, rows: list) -> VideoCaptions:
             record = clip_of(row)
             spans.append((record.start_s, record.end_s))
             captions.append("")
-    return VideoCaptions(clips=len(rows), spans=tuple(spans), captions=tuple(captions), duration_s=video.duration_s)
+    return VideoCaptions(clips=len(rows), spans=tuple(spans), captions=tuple(captions), duration_s=video.duration_s,
+                         duration_measured=video.duration_measured, notes=tuple(video.notes))

@@ -193,10 +193,13 @@ class ClipCaption:
 @dataclass(frozen=True, slots=True)
 class VideoCaptions:
     """A video's ordered clip spans and captions (the videos table's payload), with an optional
-    summary made from its clip captions."""
+    summary made from its clip captions, and what the probe found about the file: whether its
+    duration was measured by decoding (the header lacked it or lied) and its notes."""
 
     clips: int
     spans: tuple[tuple[float, float], ...]
     captions: tuple[str, ...]
     duration_s: float
     summary: str | None = None
+    duration_measured: bool = False  # VideoRecord.duration_measured
+    notes: tuple[str, ...] = ()  # VideoRecord.notes: what the probe noticed and worked around
