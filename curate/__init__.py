@@ -7,6 +7,7 @@ from curate.core.outcome import GroupFailure, Issue, Item, ItemFailure, Status
 from curate.core.plan import compile_plan
 from curate.errors import (
                            Cause,
+                           ClusterLostError,
                            CurateError,
                            EngineError,
                            InputError,
@@ -26,7 +27,7 @@ from curate.session import Session
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cause", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
+    "Cause", "ClusterLostError", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
     "ItemFailure", "PayloadError", "Pipeline", "PlanError", "Pool", "Port", "Resources", "RootKeyError", "RunMetrics", "RunResult", "Session", "Stage",
     "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "run", "stage", "zip",
 ]

@@ -5,7 +5,8 @@ CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
 
 Exit codes: 0 success; 1 error (invalid recipe, refused or crashed run); 2 bad command
 line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED);
-130 interrupted (Ctrl-C: what finished is committed, `--resume` continues)."""
+4 the Ray cluster was lost mid-run (what finished is committed, `--resume` continues); 130
+interrupted (Ctrl-C: what finished is committed, `--resume` continues)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,25 @@ import os
 import sys
 from pathlib import Path
 
-from curate.errors import CurateError
+from curate.errors import ClusterLostError, CurateError
 from curate.io.outdir import OutputDir
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
+    except ClusterLostError as exc:
+        print(f"curate {args.command}: {exc}", file=sys.stderr)
+        print(f"continue with: curate run {' '.join(_resume_argv(argv))}", file=sys.stderr)
+        # Leave at once: Ray's exit handler would wait for the vanished cluster (Ray's core ends a
+        # process whose cluster is gone about 60 s later, with a log line and this exit code lost).
+        # Everything this run wrote is on disk and the manifest says "interrupted".
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CLUSTER_LOST)
     except CurateError as exc:  # a problem the user must fix: no traceback
         print(f"curate {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -88,7 +88,7 @@ class EngineError(CurateError):
 class Cause:
     """Why an item is not PRESENT: who must act (`kind`), a message, and where it came from."""
 
-    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "setup" | "group" | "item"
+    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "setup" | "group" | "item" | "lost"
     message: str
     call: str = ""  # name of the Call where it happened
     error_type: str = ""  # exception class name, when an exception caused it
@@ -144,3 +144,8 @@ def build_stage(target, init: dict, name: str):
         raise
     except CurateError as exc:
         raise StageSetupError(f"{name} could not be built on its worker: {exc}") from exc
+
+
+class ClusterLostError(CurateError):
+    """The Ray cluster a run was using stopped answering: the run ended at once, every input
+    committed before stays committed, and a resumed run on a live cluster continues it."""

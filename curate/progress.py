@@ -55,6 +55,11 @@ class Progress:
             out.append(f"  {indent}{domain}: {what}{grains:,} grains run, {failed} failed")
         return out
 
+    def note(self, text: str) -> None:
+        """One line above the live lines (printed before the first redraw)."""
+        self.stream.write(f"{text}\n")
+        self.stream.flush()
+
     def close(self, driver) -> None:
         self.update(driver, force=True)
 

@@ -16,7 +16,7 @@ from curate.core.outcome import Issue, Item, Status
 from curate.core.plan import Plan, compile_plan
 from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
-from curate.errors import CurateError
+from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints
 from curate.io.outdir import OutputDir, new_run_id
@@ -111,7 +111,7 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
     if out is not None:
         driver.skip = sink.committed_keys
-        driver.on_start = out.run_started
+        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None)
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error, pools_run = "failed", None, []
@@ -123,6 +123,12 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         status, error = "interrupted", "interrupted (Ctrl-C)"
         if out is not None and out.started:
             raise RunInterrupted(out.path, sink) from None
+        raise
+    except ClusterLostError as exc:
+        status, error = "interrupted", str(exc)
+        if out is not None and out.started:
+            roots = RunInterrupted(out.path, sink).roots
+            raise ClusterLostError(f"{exc} ({roots} input(s) are committed in {out.path})") from None
         raise
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"

@@ -4,8 +4,11 @@ every worker the pipeline asks for."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, field
 
 from curate.errors import CurateError
 
@@ -16,8 +19,53 @@ RAY_INIT_DEFAULTS = dict(  # a local Ray for one job on this machine
 )
 
 
+PROBE_TIMEOUT_S = 3.0  # how long a TCP probe of a cluster's GCS port may take
+WATCH_EVERY_S = 1.0  # how often a run checks that its cluster's GCS still answers
+CLUSTER_LOST_S = 15.0  # GCS silent this long: the cluster is gone (Ray's core gives up after 60 s)
+
+
 class ResourceError(CurateError):
     """The pipeline's workers can never all be placed on this cluster."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """Which Ray a run uses: its GCS address, how the process got it ("private": started by
+    curate for this process; "joined": a cluster given by address; "existing": a Ray the
+    program initialised itself), its alive nodes and their total resources."""
+
+    address: str
+    how: str
+    nodes: int
+    resources: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        what = {"private": "a private local Ray", "joined": "the Ray cluster",
+                "existing": "the Ray this process had initialised"}[self.how]
+        res = ", ".join(f"{_num(self.resources.get(k, 0))} {k}" for k in ("CPU", "GPU"))
+        mem = self.resources.get("memory", 0) / 2**30
+        return (f"{what} at {self.address} ({self.nodes} node{'s' if self.nodes != 1 else ''}: "
+                f"{res}, {mem:.1f} GiB memory)")
+
+    def to_dict(self) -> dict:
+        return {"address": self.address, "how": self.how, "nodes": self.nodes,
+                "resources": {k: v for k, v in sorted(self.resources.items()) if not k.startswith("node:")}}
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
+
+
+def cluster_info(how: str) -> ClusterInfo:
+    """What the connected Ray is (called once, at a run's start)."""
+    import ray
+
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    total: dict[str, float] = {}
+    for n in alive:
+        for k, v in n["Resources"].items():
+            total[k] = total.get(k, 0.0) + v
+    return ClusterInfo(ray.get_runtime_context().gcs_address, how, len(alive), total)
 
 
 @dataclass
@@ -29,22 +77,27 @@ class Demand:
     per_actor: dict[str, float]
 
 
-def connect(address: str | None, ray_init: dict | None) -> bool:
-    """Use the running Ray, join `address` (or RAY_ADDRESS), or start a local one.
-    Returns True if this call started Ray."""
+_HOW: list[str] = []  # how connect() got the Ray this process uses ("private" or "joined")
+
+
+def connect(address: str | None, ray_init: dict | None) -> ClusterInfo:
+    """Use the running Ray, join `address` (or RAY_ADDRESS), or start a private local one.
+    Returns which Ray the run uses."""
     import ray
 
     if ray.is_initialized():
-        return False
+        return cluster_info(_HOW[-1] if _HOW else "existing")
     opts = dict(RAY_INIT_DEFAULTS, **(ray_init or {}))
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
         opts.pop("include_dashboard", None)
+        target = preflight(address)
         try:
-            ray.init(address=address, **opts)
+            ray.init(address=target, **opts)
         except ConnectionError as exc:
             raise CurateError(f"no Ray cluster at {address!r} ({exc}); start one there with `ray start "
-                              "--head`, or leave the address out to run on a local Ray") from None
+                              "--head`, or use --address local (address='local') for a private local Ray") from None
+        _HOW[:] = ["joined"]
     else:
         # Local workers start with this interpreter but not with this process's sys.path: give
         # them the same path so stages defined in the user's own modules import there too.
@@ -54,7 +107,87 @@ def connect(address: str | None, ray_init: dict | None) -> bool:
         # "local": a private Ray for this process, never a cluster some earlier `ray start`
         # recorded on the machine (join one with address="auto" or HOST:PORT).
         ray.init(address="local", runtime_env=dict(env, env_vars=env_vars), **opts)
-    return True
+        _HOW[:] = ["private"]
+    return cluster_info(_HOW[-1])
+
+
+def preflight(address: str) -> str:
+    """Check in seconds that a Ray cluster answers at `address` ("auto": the one `ray start`
+    recorded on this machine) and will accept this process, before `ray.init` spends 20 s to
+    minutes retrying; returns the address to join."""
+    where = ""
+    if address == "auto":
+        from ray._private.services import find_bootstrap_address
+
+        recorded = find_bootstrap_address(None)
+        if not recorded:
+            raise CurateError("address='auto' joins the cluster that `ray start` recorded on this machine, and "
+                              "none is recorded; start one with `ray start --head`, pass its HOST:PORT, or use "
+                              "--address local (address='local') for a private local Ray")
+        address, where = recorded, " (recorded by an earlier `ray start` on this machine)"
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise CurateError(f"Ray address {address!r} is not HOST:PORT; pass e.g. 10.0.0.1:6379, 'auto' or 'local'")
+    try:
+        socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        stale = "; if that cluster was stopped, `ray stop` clears the stale record" if where else ""
+        raise CurateError(f"no Ray cluster answers at {address}{where}: {exc.strerror or exc}{stale}; start one "
+                          f"with `ray start --head --port={port}`, pass the address of a running one, or use "
+                          "--address local (address='local') for a private local Ray") from None
+    _check_token(address)
+    return address
+
+
+def _check_token(address: str) -> None:
+    """A cluster started with RAY_AUTH_MODE=token refuses a process without its token, which
+    `ray.init` reports as "no cluster" after 20 s of warnings: say what to set instead."""
+    from ray._raylet import GcsClient
+
+    try:
+        GcsClient(address=address)
+    except Exception as exc:  # noqa: BLE001 - only the authentication refusal is ours to explain
+        if type(exc).__name__ != "AuthenticationError":
+            return
+        mode = os.environ.get("RAY_AUTH_MODE", "disabled")
+        raise CurateError(f"the Ray cluster at {address} uses token authentication (it was started with "
+                          f"RAY_AUTH_MODE=token) and refused this process (RAY_AUTH_MODE is {mode!r} here): set "
+                          "RAY_AUTH_MODE=token, and the cluster's token in RAY_AUTH_TOKEN, in a file named by "
+                          "RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token (`ray get-auth-token` on the head node "
+                          "prints it)") from None
+
+
+class GcsWatch:
+    """Checks in a thread, every WATCH_EVERY_S, that the cluster's GCS still accepts
+    connections; `silent_s()` says for how long it has not. The run's loop reads it and ends
+    with ClusterLostError before Ray's core would kill the process without a word."""
+
+    def __init__(self, address: str):
+        host, _, port = address.rpartition(":")
+        self._target = (host, int(port))
+        self._last_ok = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="curate-gcs-watch", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(WATCH_EVERY_S):
+            self.answers()
+
+    def answers(self) -> bool:
+        """Probe now (the caller waits up to PROBE_TIMEOUT_S)."""
+        try:
+            socket.create_connection(self._target, timeout=PROBE_TIMEOUT_S).close()
+        except OSError:
+            return False
+        self._last_ok = time.monotonic()
+        return True
+
+    def silent_s(self) -> float:
+        return time.monotonic() - self._last_ok
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def check(demands: list[Demand], nodes: list[dict[str, float]]) -> None:

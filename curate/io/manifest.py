@@ -62,7 +62,7 @@ def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_cha
 
 
 def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
-              fingerprints: dict[str, str], changed_code: list[str]) -> dict:
+              fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None) -> dict:
     """Record a run that has started (its workers are up); a refused run leaves no entry."""
     (out / META).mkdir(parents=True, exist_ok=True)
     man = load(out)
@@ -75,6 +75,8 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
     entry = {"run": run_id, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running", "resumed": resume}
     if changed_code:
         entry["changed_code"] = changed_code
+    if cluster is not None:
+        entry["cluster"] = cluster  # which Ray: address, how it was reached, nodes, resources
     man["runs"].append(entry)
     write_json_atomic(path(out), man)
     return man
