@@ -55,6 +55,7 @@ class Scheduler(PrefetchCap):
         self.replicas = [p.replicas or 1 for p in plan.pools]  # executors may overwrite (workers they run)
         self.in_flight: dict[int, Batch] = {}
         self.stale_reports = 0
+        self.lost_roots: set[tuple[int, int]] = set()  # (window, root) that lost a payload: to run again
         self.admitted = 0  # roots admitted so far
         self.live_bytes = 0  # payload bytes reported by the grains of live windows
         self._released = 0  # entities of released windows
@@ -75,6 +76,13 @@ class Scheduler(PrefetchCap):
         that cause at once: an input the executor cannot carry to its workers."""
         if not self.can_admit():
             raise EngineError("admit() called while the admission window is full or input closed")
+        self.admitted += len(keys)
+        return self.readmit(keys, values, indices, failed)
+
+    def readmit(self, keys: list, values: list, indices: list[int] | None = None,
+                failed: dict[int, Cause] | None = None) -> int:
+        """Open a window whatever the admission budget and even after the input closed: roots
+        run again from their input because a payload they needed was lost (`lose`)."""
         if len(keys) != len(values) or not keys:
             raise EngineError("admit() needs one key per value and at least one root")
         wid = self._next_wid
@@ -84,7 +92,6 @@ class Scheduler(PrefetchCap):
         w = Window(wid, indices, keys, self.layout)
         self._next_base = indices[-1] + 1
         self.windows[wid] = w
-        self.admitted += len(keys)
         self.created[0] += len(keys)
         src = self.plan.source_slot
         w.status[src][:] = bytes([PRESENT]) * len(keys)
@@ -258,6 +265,32 @@ class Scheduler(PrefetchCap):
             self._release_held(call, probed)
         return True
 
+    def lose(self, batch_id: int, lost: list[bool], cause: Cause) -> bool:
+        """An attempt could not run because payloads it needed were lost (their node died, no
+        copy left): grains marked in `lost` can never succeed from these inputs, so they are
+        FAILED at once (cause kind "lost") and their roots listed in `lost_roots`, for the
+        driver to run again from their inputs; the other grains go back to the queue head
+        without counting an attempt."""
+        b = self._take(batch_id)
+        if b is None:
+            return False
+        node, again = self._call_node[b.call], []
+        for key, gone in zip(b.keys, lost):
+            self._retry_state(b.call, key)[0] += 1
+            if not gone:
+                again.append(key)
+                continue
+            self._retry.pop((b.call, key), None)
+            w, idx = self.windows[key >> KEY_BITS], key & KEY_MASK
+            self.lost_roots.add((w.wid, w.root[node.grain_space][idx]))
+            self.counters[b.call].failed += 1
+            self._resolve_grain(node, w, idx, FAILED, cause)
+            if self._capped[b.call] and (probed := self._probed(b.call, w, idx, None)):
+                self._release_held(b.call, probed)
+        if again:
+            self._send_back(b.call, again)
+        return True
+
     def requeue(self, batch_id: int) -> bool:
         """Send a batch that never started (it waited behind a worker that died) back to the
         queue head with generation+1, without counting an attempt against its grains."""
@@ -308,6 +341,7 @@ class Scheduler(PrefetchCap):
     def release(self, w: Window, root: int) -> None:
         """The rows of `root` were taken; a window whose roots are all taken is dropped."""
         w.roots_left -= 1
+        self.lost_roots.discard((w.wid, root))
         if w.roots_left == 0:
             del self.windows[w.wid]
             self._released += w.size()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import ray
 
 from curate.core.outcome import BatchReport
-from curate.errors import Cause, CurateError
+from curate.errors import Cause, ClusterLostError, CurateError
 from curate.executors import PoolReport, timeout_cause
-from curate.executors.ray_cluster import connect
+from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect
 from curate.executors.ray_pools import Group, WarmPools, kill, make_groups
 from curate.executors.ray_store import RayStore, _to_wire
 from curate.executors.ray_worker import UNBOUND, Ref
@@ -44,6 +44,7 @@ class _Call:
     payload: object
     pings: int = 0  # a ping: how many pings the replaced actor has failed to answer so far
     unstarted: bool = False  # queued behind a call whose actor died: it never ran
+    meta: object = None  # the reply with per-item outcomes (the call is keyed by its payload when secured)
 
 
 class RayExecutor:
@@ -62,6 +63,7 @@ class RayExecutor:
         self._store: RayStore | None = None
         self._flight: dict = {}
         self._cost: dict[int, float] = {}
+        self._secured: set[int] = set()
 
     def close(self) -> None:
         """Release every actor kept warm (a session's end)."""
@@ -73,13 +75,15 @@ class RayExecutor:
 
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
-        connect(self.address, self.ray_init)
+        driver.cluster = self.cluster = connect(self.address, self.ray_init)
         self._driver, self._flight, self._cost = driver, {}, {}
+        self._secured = output_calls(driver.plan)
         self.groups = groups = make_groups(driver)
         self._run = uuid.uuid4().hex
+        self._watch = watch = GcsWatch(self.cluster.address)
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
-        clean = False
+        clean = lost = False
         try:
             # Wait until every actor is up, so the run's start-up and execution phases are told
             # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
@@ -98,10 +102,24 @@ class RayExecutor:
                         break
                     continue
                 self._wait(driver)
+                if watch.silent_s() > CLUSTER_LOST_S:
+                    lost = True
+                    raise self._lost(watch.silent_s())
             clean = True
             _measure_memory(groups)
+        except Exception as exc:
+            # A call into Ray that failed because the cluster went away (actors gone, the writer
+            # gone) is the lost cluster, not a problem of its own.
+            if isinstance(exc, ClusterLostError) or watch.answers():
+                raise
+            lost = True
+            raise self._lost(watch.silent_s()) from None
         finally:
-            if self.keep_warm and clean:
+            watch.close()
+            if lost:  # nothing to release: its actors went with the cluster (and Ray's calls would block)
+                self.groups, self._store = [], None
+                self.warm.actors.clear()
+            elif self.keep_warm and clean:
                 self.warm.keep(groups)
                 self._store = store
             else:  # a run that stopped mid-way leaves calls queued on its actors: not reusable
@@ -109,6 +127,12 @@ class RayExecutor:
                 store.close()
                 self._store = None
         return [PoolReport(g.name, g.calls, g.stats) for g in groups]
+
+    def _lost(self, silent: float) -> ClusterLostError:
+        return ClusterLostError(
+            f"lost the Ray cluster: {self.cluster.describe()} has not answered for {silent:.0f} s (stopped, "
+            "crashed or unreachable); the run stops here, every input committed so far stays committed, and "
+            "running it again with --resume (resume=True) on a live cluster continues it")
 
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
@@ -167,7 +191,7 @@ class RayExecutor:
             raise CurateError(f"a worker of pool {g.name} was replaced after a timeout but its new "
                               f"actor did not answer {MAX_PINGS} pings; check the cluster's health")
         ping = g.actors[a].ping.remote()
-        self._flight[ping] = _Call(g, a, -1, [], None, failed)
+        self._flight[ping] = _Call(g, a, -1, [], None, failed, meta=ping)
         g.flight[a].append(ping)
         g.since[a] = time.perf_counter()
 
@@ -198,10 +222,13 @@ class RayExecutor:
             refs, pos = [], {}
             wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
             meta, payload = g.actors[a].run.remote(self._run, call, wire, *refs)
-            self._flight[meta] = _Call(g, a, call, batches, payload)
+            # A payload that holds output values is awaited on this node (ray.wait fetches it
+            # here), so a copy outlives the worker's node: Ray recovers a lost object from a copy.
+            key = payload if call in self._secured else meta
+            self._flight[key] = _Call(g, a, call, batches, payload, meta=meta)
             if not g.flight[a]:
                 g.since[a] = time.perf_counter()
-            g.flight[a].append(meta)
+            g.flight[a].append(key)
 
     @staticmethod
     def _pick(sched, g: Group, actor: int) -> int | None:
@@ -229,8 +256,14 @@ class RayExecutor:
                 self._ping(fl.group, fl.actor, fl.pings + 1)
             return
         try:
-            metas = ray.get(ref)
+            metas = ray.get(fl.meta)
+        except ray.exceptions.ObjectLostError as exc:  # an input's node died with its only copy
+            self._lose(sched, fl, exc)
+            return
         except ray.exceptions.RayTaskError as exc:  # the call itself failed to run
+            if isinstance(exc.cause, ray.exceptions.ObjectLostError):
+                self._lose(sched, fl, exc.cause)
+                return
             cause = Cause("user_code", str(exc).strip().splitlines()[0], sched.plan.calls[fl.call].name,
                           type(exc).__name__)
             for b in fl.batches:
@@ -273,6 +306,51 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes, nbytes))
+
+
+    @staticmethod
+    def _lose(sched, fl: _Call, exc) -> None:
+        """A call whose input payload is gone for good (its node died and no copy is left): the
+        grains that read that payload are lost, and their roots run again from their inputs
+        (Scheduler.lose, Driver); the call's other grains are only requeued."""
+        gone = getattr(exc, "object_ref_hex", None)
+        name = sched.plan.calls[fl.call].name
+        cause = Cause("lost", f"an input payload of this item was lost with a Ray node ({type(exc).__name__}); "
+                      "its input is run again", name, type(exc).__name__)
+        marks = [[gone is None or gone in _sources(x) for x in b.inputs] for b in fl.batches]
+        if gone is not None and not any(map(any, marks)):  # the lost object is none we sent
+            marks = [[True] * len(b.inputs) for b in fl.batches]
+        for b, m in zip(fl.batches, marks):
+            sched.lose(b.id, m, cause)
+
+
+def _sources(x, out: set | None = None) -> set:
+    """Hex ids of the object-store payloads an input value refers to."""
+    out = set() if out is None else out
+    if type(x) is Ref:
+        out.add(x.src.hex())
+    elif type(x) in (tuple, list):
+        for y in x:
+            _sources(y, out)
+    return out
+
+
+def output_calls(plan) -> set[int]:
+    """Calls whose payloads hold output values (through filters, zips and broadcasts, which pass
+    values on as they are)."""
+    by_slot = {n.out_slot: n for n in plan.nodes}
+    out, seen = set(), set()
+    stack = [by_slot[plan.output_slot(name)] for name in plan.outputs]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.call >= 0 and n.kind != "filter":
+            out.add(n.call)
+        else:
+            stack.extend(by_slot[s] for s in n.in_slots if s in by_slot)
+    return out
 
 
 MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
