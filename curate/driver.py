@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import reprlib
 import time
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from curate import defaults
 from curate.core.outcome import PRESENT, Item, Status
@@ -28,8 +28,9 @@ class Sink(Protocol):
     def bind(self, store: ValueStore) -> None:
         """Called once the executor's workers are up, before the first root."""
 
-    def write_roots(self, roots: list[tuple[int, str, dict[str, list[Item]]]]) -> None:
-        """Finished roots: (input index, root key, {output: items in lineage order})."""
+    def write_roots(self, roots: list[tuple[int, str, dict[str, Iterable[Item]]]]) -> None:
+        """Finished roots: (input index, root key, {output: items in lineage order}). The items
+        are an iterator over the scheduler's tables: read it once, during this call."""
 
     def poll(self) -> None:
         """Called at every heartbeat: a sink that flushes on a timer does it here."""
@@ -53,6 +54,7 @@ class MemorySink:
         self._fetch = store.fetch
 
     def write_roots(self, roots) -> None:
+        roots = [(index, key, {name: list(items) for name, items in rows.items()}) for index, key, rows in roots]
         present = [(items, i) for _, _, rows in roots for items in rows.values()
                    for i, it in enumerate(items) if it.status is Status.PRESENT]
         values = self._fetch([items[i].value for items, i in present]) if present else []
@@ -242,11 +244,10 @@ class Driver:
         fin = self.sched.pop_finished()
         if not fin:
             return 0
-        roots = []
-        for w, r in fin:
-            rows = {name: [Item(p, Status(st), v, c) for p, st, v, c in self._rows(w, slot, chain, r)]
-                    for name, slot, chain in self._outputs}
-            roots.append((w.indices[r], w.keys[r], rows))
+        # each output's items are an iterator over the scheduler's tables, read by the sink
+        # before `release`: a root of 200,000 children is never a list of 200,000 rows here
+        roots = [(w.indices[r], w.keys[r], {name: self._rows(w, slot, chain, r) for name, slot, chain in self._outputs})
+                 for w, r in fin]
         self.sink.write_roots(roots)
         for w, r in fin:
             self.sched.release(w, r)
@@ -256,24 +257,25 @@ class Driver:
         return len(fin)
 
     @staticmethod
-    def _rows(w, slot: int, chain: list[int], r: int) -> list[list]:
-        """[lineage, status, value, cause] of every entity of one output under root `r`."""
-        out: list[list] = []
+    def _rows(w, slot: int, chain: list[int], r: int) -> Iterator[Item]:
+        """The Item of every entity of one output under root `r`, in lineage order, made one
+        at a time as the sink reads them (valid until the root is released)."""
         st, val, causes = w.status[slot], w.value[slot], w.causes
         first, count = w.first, w.count
+        depth = len(chain)
 
-        def walk(level: int, idx: int, path: tuple[int, ...]) -> None:
-            if level == len(chain):
+        def walk(level: int, idx: int, path: tuple[int, ...]) -> Iterator[Item]:
+            if level == depth:
                 s = st[idx]
-                out.append([path, s, val[idx], None] if s == PRESENT else [path, s, None, causes.get((slot, idx))])
+                yield (Item(path, Status(s), val[idx]) if s == PRESENT
+                       else Item(path, Status(s), None, causes.get((slot, idx))))
                 return
             e = chain[level]
             f = first[e][idx]
             for k in range(count[e][idx]):
-                walk(level + 1, f + k, path + (k,))
+                yield from walk(level + 1, f + k, path + (k,))
 
-        walk(0, r, (w.indices[r],))
-        return out
+        return walk(0, r, (w.indices[r],))
 
 
 def _chain(plan: Plan, slot: int) -> list[int]:

@@ -56,6 +56,7 @@ class RunMetrics:
     stale_reports: int
     startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
     driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
+    writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
     timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
 
     @property
@@ -73,7 +74,7 @@ class RunMetrics:
         return {
             "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
             "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
-            "driver_peak_rss": self.driver_peak_rss,
+            "driver_peak_rss": self.driver_peak_rss, "writer_peak_rss": self.writer_peak_rss,
             "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
             "pools": {n: asdict(p) for n, p in self.pools.items()},
             "timeline": [list(e) for e in self.timeline],
@@ -91,6 +92,7 @@ class RunMetrics:
                    for n, p in self.pools.items() if any(p.worker_peak_rss)}
         if self.driver_peak_rss:
             lines.append(f"peak memory: driver {self.driver_peak_rss / 2**20:.0f} MiB"
+                         + (f"; Parquet writer {self.writer_peak_rss / 2**20:.0f} MiB" if self.writer_peak_rss else "")
                          + ("" if not workers else "; workers " + ", ".join(
                              f"{n} {v / 2**20:.0f} MiB" + (f" (private {u / 2**20:.0f})" if u else "")
                              for n, (v, u) in workers.items())))
@@ -115,4 +117,5 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
     timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
     return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss())
+                      startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss(),
+                      writer_peak_rss=getattr(driver.sink, "writer_peak_rss", 0))

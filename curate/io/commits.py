@@ -4,7 +4,11 @@ A flush writes its shards (and payload files) under `_curate/staging/<flush>/`, 
 atomically creates `_curate/commits/<flush>.json` naming its shards and roots: that rename
 is the commit point. Only then are the staged files moved into place. Recovery finishes the
 moves of committed flushes and deletes everything staged but never committed, so the set of
-rows on disk is always the rows of the committed roots, each exactly once."""
+rows on disk is always the rows of the committed roots, each exactly once.
+
+A flush's shard of an output is one file, or a list of part files when its roots were large
+(`{"pages": ["pages/part-F.parquet", "pages/part-F_00001.parquet"]}`): the parts live in the
+same staging directory and are committed, recovered and published together, as one shard."""
 
 from __future__ import annotations
 
@@ -47,6 +51,16 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def shard_parts(shards) -> list[str]:
+    """The part files of one output's shard in a commit record: one path, or a list of them."""
+    if isinstance(shards, str):
+        return [shards]
+    if isinstance(shards, list) and shards and all(isinstance(p, str) for p in shards):
+        return shards
+    raise EngineError(f"a commit record names the shard {shards!r}, neither a path nor a list of paths "
+                      "(a commit record edited by hand, or a bug in curate: please report it)")
 
 
 class CommitLog:
@@ -106,20 +120,21 @@ class CommitLog:
         stage = inside(self.staging_dir / flush, self.staging_dir, f"staging directory of flush {flush!r}")
         meta = (self.out / META).resolve()
         shard_moves, file_moves = [], []
-        for output, shard in rec["shards"].items():
+        for output, shards in rec["shards"].items():
             out_dir = inside(self.out / output, self.out, f"output {output!r} of flush {flush!r}")
             if out_dir == meta or out_dir.is_relative_to(meta):
                 raise EngineError(f"output {output!r} of flush {flush!r} resolves to {out_dir}, inside curate's "
                                   f"own {meta}; refusing to write there (a commit record edited by hand, or a "
                                   "bug in curate: please report it)")
-            src = self.staging_dir / flush / output / Path(shard).name
-            inside(src, stage, f"staged shard of output {output!r}")
-            dst = inside(self.out / shard, out_dir, f"shard {shard!r} of output {output!r}")
-            if dst.parent != out_dir:
-                raise EngineError(f"shard {shard!r} of output {output!r} resolves to {dst}, outside the output's "
-                                  f"own directory {out_dir}; refusing to write there (a commit record edited by "
-                                  "hand, or a bug in curate: please report it)")
-            shard_moves.append((src, dst))
+            for shard in shard_parts(shards):
+                src = self.staging_dir / flush / output / Path(shard).name
+                inside(src, stage, f"staged shard of output {output!r}")
+                dst = inside(self.out / shard, out_dir, f"shard {shard!r} of output {output!r}")
+                if dst.parent != out_dir:
+                    raise EngineError(f"shard {shard!r} of output {output!r} resolves to {dst}, outside the output's "
+                                      f"own directory {out_dir}; refusing to write there (a commit record edited by "
+                                      "hand, or a bug in curate: please report it)")
+                shard_moves.append((src, dst))
             staged = self.staging_dir / flush / output
             files = staged / "_files"  # payload files the flush wrote for this output
             if files.exists():

@@ -1,6 +1,13 @@
 """The Parquet sink: each named output streams to `out/<name>/part-<run>-<n>.parquet` as its
 roots complete. A flush holds whole roots (every row of a root, across all outputs, lands in
-one commit), so a killed run resumes by skipping committed roots and redoing the rest."""
+one commit), so a killed run resumes by skipping committed roots and redoing the rest.
+
+Memory is bounded by constants, not by a root's size: rows reach the writer in chunks of at
+most `chunk_rows` while a root's rows are still being read from the scheduler, and the writer
+holds them as Arrow tables until an output has `shard_rows` rows (or `part_bytes` bytes)
+pending, then writes them as one staged part. A flush (a commit) names all its parts: a root
+of 200,000 rows becomes several part files that are committed, recovered and published
+together, like the single shard of a small flush."""
 
 from __future__ import annotations
 
@@ -11,25 +18,36 @@ from curate import defaults
 from curate.core.outcome import Item
 from curate.deps import require
 from curate.errors import CurateError
+from curate.executors import peak_rss
 from curate.io.commits import META, CommitLog
 from curate.io.rows import DEFERRED, expand_payloads, item_row, spill_files, to_table
 from curate.values import LocalStore
 
 
+CHUNK_ROWS = 4096  # rows the sink hands its writer at a time: the driver never builds more rows
+#                   than twice this however large a root is (~1 KB a row before they become Arrow)
+PART_BYTES = 64 * 2**20  # Arrow bytes of one output that the writer holds before writing them as a
+#                          part: bounds its memory when payloads are large (rows alone: `shard_rows`)
+
+
 class ParquetSink:
-    """Buffers finished roots and commits them as one shard per output, every `shard_rows`
+    """Buffers finished roots and commits them as staged parts per output, every `shard_rows`
     rows or `flush_s` seconds (checked at every heartbeat, so a hung run still commits what
-    finished), on Ctrl-C, and at the end."""
+    finished), on Ctrl-C, and at the end. A flush of small roots is one part per output; a root
+    larger than `chunk_rows` streams to the writer while it is read, and an output's part is
+    cut at `shard_rows` rows or `part_bytes` bytes, so a flush may name several parts."""
 
     def __init__(self, out: str | Path, outputs: dict[str, dict], run_id: str, *,
                  shard_rows: int = defaults.DEFAULT_SHARD_ROWS, flush_s: float = defaults.DEFAULT_FLUSH_S,
-                 row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS):
+                 row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS, chunk_rows: int = CHUNK_ROWS,
+                 part_bytes: int = PART_BYTES):
         require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
         self.out = Path(out)
         self.outputs = outputs  # name -> {"schema": {...}, "files": {...}}
         self.run_id = run_id
         self.shard_rows, self.flush_s, self.row_group_rows = shard_rows, flush_s, row_group_rows
+        self.chunk_rows, self.part_bytes = max(1, chunk_rows), part_bytes
         self.log = CommitLog(self.out)
         try:
             self.records = self.log.recover()
@@ -38,59 +56,88 @@ class ParquetSink:
                               "new output directory (or delete this one)") from None
         self.committed_keys = {k for rec in self.records for k in rec["roots"]}
         self.bind(LocalStore())
-        self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}
-        self._roots: list[str] = []
-        self._rows = 0
+        self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}  # rows not yet shipped
+        self._buffered = 0
+        self._roots: list[str] = []  # roots of the open flush
+        self._rows = 0  # rows of the open flush
+        self._stage: Path | None = None  # its staging directory, once something was shipped
         self._seq = 0
         self._last_flush = time.monotonic()
         self.counts: dict[str, dict[str, int]] = {name: {} for name in outputs}  # this run's rows
+        self.writer_peak_rss = 0  # bytes: peak resident memory of the writer's process (0: unknown)
 
     def bind(self, store) -> None:
         """Write shards where the store's values are (Ray: an actor on this node fetches the
         payloads itself, so output bytes skip the driver), or here on fetched values."""
-        placed = store.place(ShardWriter, self.outputs, self.row_group_rows)
+        args = (self.outputs, self.row_group_rows, self.shard_rows, self.part_bytes)
+        placed = store.place(ShardWriter, *args)
+        self._writer_elsewhere = placed is not None  # its peak is another process's (else the driver's)
         if placed is None:
-            local = ShardWriter(self.outputs, self.row_group_rows)
-            placed = lambda values, *args: local(*args, values=store.fetch(values))  # noqa: E731
+            local = ShardWriter(*args)
+            placed = lambda values, *a: local(*a, values=store.fetch(values))  # noqa: E731
         self._write = placed
 
-    def write_roots(self, roots: list[tuple[int, str, dict[str, list[Item]]]]) -> None:
+    @property
+    def _flush_name(self) -> str:
+        return f"{self.run_id}-{self._seq:05d}"
+
+    def write_roots(self, roots) -> None:
+        """Finished roots, each `(index, key, {output: items in lineage order})`; the items may be
+        an iterator over the scheduler's tables, read here once. Rows go to the writer a chunk
+        at a time, so a root's rows are never all in memory at once."""
+        chunk = self.chunk_rows
         for _, root_key, rows in roots:
+            in_root = 0  # rows of this root not shipped yet
             for name, items in rows.items():
                 buf = self._buffer[name]
                 for it in items:
                     buf.append(item_row(it, root_key, defer=True, output=name))
-                self._rows += len(items)
+                    self._rows += 1
+                    self._buffered += 1
+                    in_root += 1
+                    if in_root >= chunk:  # a large root: stream it to the writer while it is read
+                        self._ship(last=False)
+                        buf, in_root = self._buffer[name], 0
             self._roots.append(root_key)
             if self._rows >= self.shard_rows:
                 self.flush()
+            elif self._buffered >= chunk:
+                self._ship(last=False)
         self.poll()
 
     def poll(self) -> None:
         if time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
 
-    def flush(self) -> None:
-        """Commit every buffered root: staged shards, then the commit record, then publication."""
-        if not self._roots:
-            self._last_flush = time.monotonic()
-            return
-        flush = f"{self.run_id}-{self._seq:05d}"
-        stage = self.log.stage_dir(flush)
+    def _ship(self, last: bool):
+        """Hand the buffered rows to the writer (into the open flush's staging directory); with
+        `last`, the writer writes what it still holds and returns the flush's parts and counts."""
+        if self._stage is None:
+            self._stage = self.log.stage_dir(self._flush_name)
         values = []  # the payload references, in row order; each row keeps its position
         for rows in self._buffer.values():
             for row in rows:
                 if DEFERRED in row:
                     row[DEFERRED], _ = len(values), values.append(row[DEFERRED])
-        shards, counts = self._write(values, self._buffer, str(stage), flush)
+        buffer, self._buffer, self._buffered = self._buffer, {name: [] for name in self.outputs}, 0
+        return self._write(values, buffer, str(self._stage), self._flush_name, last)
+
+    def flush(self) -> None:
+        """Commit every buffered root: staged parts, then the commit record, then publication."""
+        if not self._roots:
+            self._last_flush = time.monotonic()
+            return
+        flush = self._flush_name
+        shards, counts, peak = self._ship(last=True)
+        if self._writer_elsewhere:
+            self.writer_peak_rss = max(self.writer_peak_rss, peak)
         record = {"flush": flush, "run": self.run_id, "shards": shards, "roots": self._roots, "counts": counts}
         self.log.commit(record)
         self.records.append(record)
         for name, c in counts.items():
             for st, n in c.items():
                 self.counts[name][st] = self.counts[name].get(st, 0) + n
-        self._buffer = {name: [] for name in self.outputs}
-        self._roots, self._rows, self._last_flush = [], 0, time.monotonic()
+        self._roots, self._rows, self._stage, self._last_flush = [], 0, None, time.monotonic()
         self._seq += 1
 
     def close(self) -> None:
@@ -123,20 +170,34 @@ def check_output_dir(out: Path, resume: bool) -> None:
 
 
 class ShardWriter:
-    """Writes one flush's staged shards (and payload files); returns their paths and rows per
-    status. Holds each output's schema so later shards match earlier ones. It runs in the
-    driver, or (Ray) in an actor on the driver's node that fetches the payloads itself."""
+    """Writes one flush's staged parts (and payload files), a chunk of rows per call; the
+    call with `last` writes what it still holds and returns the parts per output, rows per
+    output and status, and this process's peak RSS. Holds each output's schema so later parts
+    match earlier ones. It runs in the driver, or (Ray) in an actor on the driver's node that
+    fetches the payloads itself.
 
-    def __init__(self, outputs: dict[str, dict], row_group_rows: int):
+    Between calls it keeps each output's rows as Arrow tables (compact: no Python object per
+    row) until they reach `part_rows` rows or `part_bytes` bytes, then writes them as one part:
+    `part-<flush>.parquet` for the first, `part-<flush>_<k>.parquet` after it (names sort in
+    write order, so a directory listing reads the parts in lineage order)."""
+
+    def __init__(self, outputs: dict[str, dict], row_group_rows: int, part_rows: int = defaults.DEFAULT_SHARD_ROWS,
+                 part_bytes: int = PART_BYTES):
         self.outputs, self.row_group_rows = outputs, row_group_rows
+        self.part_rows, self.part_bytes = max(1, part_rows), part_bytes
         self._schemas: dict[str, object] = {}
+        self._flush: str | None = None
+        self._pending: dict[str, list] = {}  # output -> Arrow tables not written yet
+        self._parts: dict[str, list[str]] = {}
+        self._counts: dict[str, dict[str, int]] = {}
 
-    def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, values: list):
-        """`values` are the rows' payloads; a row holds its payload's position in them."""
-        import pyarrow.parquet as pq
-
+    def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, last: bool = True, *,
+                 values: list):
+        """Add a chunk of rows to `flush`; `values` are the rows' payloads (a row holds its
+        payload's position in them). With `last`: write the rest, return (parts, counts, peak)."""
+        if flush != self._flush:  # a new flush (a failed one left nothing that is committed)
+            self._flush, self._pending, self._parts, self._counts = flush, {}, {}, {}
         stage = Path(stage_dir)
-        shards, counts = {}, {}
         for name, rows in buffer.items():
             if not rows:
                 continue
@@ -144,12 +205,38 @@ class ShardWriter:
             opts = self.outputs[name]
             if opts["files"]:
                 spill_files(rows, opts["files"], stage / name)
-            table = to_table(rows, opts["schema"], opts["files"], self._schemas.get(name))
-            self._schemas[name] = table.schema
-            (stage / name).mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, stage / name / f"part-{flush}.parquet", row_group_size=self.row_group_rows)
-            shards[name] = f"{name}/part-{flush}.parquet"
-            c = counts[name] = {}
+            c = self._counts.setdefault(name, {})
             for r in rows:
                 c[r["status"]] = c.get(r["status"], 0) + 1
-        return shards, counts
+            table = to_table(rows, opts["schema"], opts["files"], self._schemas.get(name))
+            rows.clear()  # the Python rows go now; the chunk lives on as Arrow
+            self._schemas[name] = table.schema
+            pending = self._pending.setdefault(name, [])
+            pending.append(table)
+            if sum(t.num_rows for t in pending) >= self.part_rows or sum(t.nbytes for t in pending) >= self.part_bytes:
+                self._write_part(stage, name)
+        if not last:
+            return None
+        for name in list(self._pending):
+            self._write_part(stage, name)
+        out = ({name: parts[0] if len(parts) == 1 else parts for name, parts in self._parts.items()},
+               self._counts, peak_rss())
+        self._flush, self._pending, self._parts, self._counts = None, {}, {}, {}
+        return out
+
+    def _write_part(self, stage: Path, name: str) -> None:
+        """Write the pending tables of output `name` as the flush's next part."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        tables = self._pending.pop(name, [])
+        if not tables:
+            return
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+        del tables
+        parts = self._parts.setdefault(name, [])
+        file = f"part-{self._flush}.parquet" if not parts else f"part-{self._flush}_{len(parts):05d}.parquet"
+        (stage / name).mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, stage / name / file, row_group_size=self.row_group_rows)
+        self._schemas[name] = table.schema
+        parts.append(f"{name}/{file}")
