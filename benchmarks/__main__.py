@@ -13,8 +13,10 @@ Suites (default: all, in this order):
   suppression  GroupFailure on page 0 of the largest documents: doomed siblings kept out of the
                stage, wall, and unaffected documents complete (benchmarks/suppression.py)
   overhead     near-free stages end to end (curate vs rayorch on Ray), grains/s and driver bytes
-               per live entity (local executor), cost vs hierarchy depth and fan-out, and the
-               driver's CPU share of a Ray run (benchmarks/local_overhead.py, longtail.py)
+               per live entity (local executor), cost vs hierarchy depth and fan-out, the
+               driver's CPU share of a Ray run, and driver / Parquet writer peak RSS for one root
+               of 200,000 children and 20,000 streamed roots (benchmarks/local_overhead.py,
+               longtail.py, bounded_memory.py)
   realwork     PDF -> Markdown on ../shared/data/pdfs and video captioning on
                ../shared/data/videos vs plain sequential loops (pdf_compare.py, video_compare.py)
   simulation   the scheduler alone against a discrete-event 64-GPU cluster with the paper's
@@ -245,7 +247,43 @@ def suite_overhead(quick: bool) -> tuple[dict, list[Table]]:
         for r in local["shapes"]["depth"] + local["shapes"]["fanout"]:
             v.add(r["levels"], r["fanout"], r["roots"], r["grains"], f"{r['grains_per_s']:,.0f}", f"{r['us_per_grain']:.1f}")
         tables += [u, v]
-    return {"ray_light": light, "local": local}, tables
+    bounded = _bounded_memory(quick)
+    if bounded:
+        tables.append(_bounded_table(bounded))
+    return {"ray_light": light, "local": local, "bounded_memory": bounded}, tables
+
+
+def _bounded_memory(quick: bool) -> list | None:
+    out = HERE / ".bounded.json"
+    proc = subprocess.run([sys.executable, str(HERE / "bounded_memory.py"), *(["--quick"] if quick else []),
+                           "--json", str(out)], check=False, capture_output=True, text=True)
+    rows = json.loads(out.read_text()) if proc.returncode == 0 and out.exists() else None
+    out.unlink(missing_ok=True)
+    if rows is None:
+        print(f"  bounded_memory.py FAILED\n{proc.stderr[-2500:]}")
+    return rows
+
+
+def _bounded_table(rows: list) -> Table:
+    mib = 2**20
+    t = Table("bounded memory with Parquet output (a fresh process per run, near-free stages)",
+              [("executor", 9), ("input", 32), ("driver peak MiB", 16), ("+ over run", 11), ("writer peak MiB", 16),
+               ("parts", 6)])
+    t.header()
+    for r in rows:
+        t.add(r["executor"], r["case"], f"{r['driver_peak_rss'] / mib:.0f}", f"{r['driver_peak_increase'] / mib:.0f}",
+              f"{r['writer_peak_rss'] / mib:.0f}" if r["writer_peak_rss"] else "-", r["parts"])
+    for ex in ("local", "ray"):
+        big = next((r for r in rows if r["executor"] == ex and "200,000" in r["case"]), None)
+        if big:  # whole roots in one flush measured 414 (local) and 394 MiB (Ray) before parts
+            t.target(f"driver peak, one root of 200,000 children ({ex}), MiB", big["driver_peak_rss"] / mib,
+                     "<= 256", big["driver_peak_rss"] <= 256 * mib)
+        base = next((r for r in rows if r["executor"] == ex and r["case"].startswith("baseline")), None)
+        many = next((r for r in rows if r["executor"] == ex and "20,000" in r["case"]), None)
+        if base and many:
+            grow = (many["driver_peak_rss"] - base["driver_peak_rss"]) / mib
+            t.target(f"driver peak, 20,000 roots over 20 ({ex}), MiB", grow, "<= 64", grow <= 64)
+    return t
 
 
 def suite_realwork(quick: bool) -> tuple[dict, list[Table]]:
