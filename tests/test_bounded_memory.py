@@ -252,3 +252,29 @@ def test_a_record_whose_parts_leave_the_output_or_are_not_paths_is_refused(tmp_p
     with pytest.raises(EngineError, match="outside|neither a path"):
         CommitLog(out).recover()
     assert not (tmp_path / "escape").exists() and not (out / "docs").exists()
+
+
+# --- chunks converted apart read as one conversion of all rows -----------------------------
+
+def mixed_kinds(xs):
+    """Fields whose kind changes along the rows: the chunks of a part disagree on their types."""
+    return [{"n": x if x < 30 else x + 0.5, "tag": x if x < 45 else f"t{x}", "late": None if x < 60 else [x],
+             "rec": {"a": x} if x < 20 else {"b": str(x)}} for x in xs]
+
+
+def test_a_part_made_of_chunks_has_the_types_of_one_conversion_of_its_rows(tmp_path):
+    pipe = cu.Pipeline(cu.Domain("doc"))
+    pipe.output("docs", pipe.source.map(cu.stage(mixed_kinds, batch_size=7)))
+    tables = {}
+    for chunk in (10, 100_000):
+        out = tmp_path / str(chunk)
+        cu.run(pipe, range(80), executor="local", output_dir=out, progress=False, sink_options={"chunk_rows": chunk})
+        (rec,) = CommitLog(out).records()
+        assert isinstance(rec["shards"]["docs"], str)  # one part: 80 rows, whatever the chunks
+        tables[chunk] = pq.read_table(out / "docs")
+    chunked, whole = tables[10], tables[100_000]
+    assert chunked.schema == whole.schema and not any(f.metadata for f in chunked.schema)
+    assert str(whole.schema.field("n").type) == "double" and str(whole.schema.field("tag").type) == "string"
+    assert chunked.sort_by("ordinal").to_pylist() == whole.sort_by("ordinal").to_pylist()
+    tags = whole.sort_by("ordinal").column("tag").to_pylist()
+    assert tags[0] == "0" and tags[50] == '"t50"'  # ints and text in one column: JSON text throughout

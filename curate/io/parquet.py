@@ -20,7 +20,7 @@ from curate.deps import require
 from curate.errors import CurateError
 from curate.executors import peak_rss
 from curate.io.commits import META, CommitLog
-from curate.io.rows import DEFERRED, expand_payloads, item_row, spill_files, to_table
+from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
 from curate.values import LocalStore
 
 
@@ -208,9 +208,10 @@ class ShardWriter:
             c = self._counts.setdefault(name, {})
             for r in rows:
                 c[r["status"]] = c.get(r["status"], 0) + 1
+            # typed like the parts written before (so they read as one dataset); the chunks of
+            # one part are unified when it is written, as one conversion of its rows would be
             table = to_table(rows, opts["schema"], opts["files"], self._schemas.get(name))
             rows.clear()  # the Python rows go now; the chunk lives on as Arrow
-            self._schemas[name] = table.schema
             pending = self._pending.setdefault(name, [])
             pending.append(table)
             if sum(t.num_rows for t in pending) >= self.part_rows or sum(t.nbytes for t in pending) >= self.part_bytes:
@@ -226,13 +227,12 @@ class ShardWriter:
 
     def _write_part(self, stage: Path, name: str) -> None:
         """Write the pending tables of output `name` as the flush's next part."""
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         tables = self._pending.pop(name, [])
         if not tables:
             return
-        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+        table = concat_tables(tables)
         del tables
         parts = self._parts.setdefault(name, [])
         file = f"part-{self._flush}.parquet" if not parts else f"part-{self._flush}_{len(parts):05d}.parquet"

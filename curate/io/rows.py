@@ -193,10 +193,14 @@ def arrow_type(t):
     return factory()
 
 
+JSON_TEXT = b"curate.json"  # field metadata of a column stored as JSON text while a part is built
+
+
 def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=None):
     """An Arrow table of `rows`: lineage columns typed, declared payload columns typed, the
     rest inferred, and unified with `previous` (the schema of earlier shards) so every shard of
-    an output reads as one dataset."""
+    an output reads as one dataset. A column stored as JSON text (values Arrow cannot type)
+    carries JSON_TEXT in its field metadata until `concat_tables` drops it."""
     import pyarrow as pa
 
     fixed = {"root_key": pa.string(), "entity_id": pa.string(), "parent_id": pa.string(),
@@ -209,24 +213,71 @@ def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=N
         names.extend(k for k in row if k not in names)
     if previous is not None:
         names.extend(k for k in previous.names if k not in names)
-    arrays = []
+    arrays, fields = [], []
     for name in names:
         col = [r.get(name) for r in rows]
         t = fixed.get(name) or (previous.field(name).type if previous is not None and name in previous.names
                                 and not pa.types.is_null(previous.field(name).type) else None)
-        arrays.append(_column(col, t))
-    return pa.Table.from_arrays(arrays, names=names)
+        array, as_json = _column(col, t)
+        arrays.append(array)
+        fields.append(pa.field(name, array.type, metadata={JSON_TEXT: b"1"} if as_json else None))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _column(values: list, t):
-    """An Arrow array of one column; values Arrow cannot type (mixed kinds, opaque objects)
-    are stored as JSON text rather than failing the flush."""
+    """An Arrow array of one column, and whether it is JSON text: values Arrow cannot type
+    (mixed kinds, opaque objects) are stored as JSON text rather than failing the flush."""
     import pyarrow as pa
 
     try:
-        return pa.array(values, type=t) if t is not None else pa.array(values)
+        return (pa.array(values, type=t) if t is not None else pa.array(values)), False
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         if t is not None and not pa.types.is_string(t):
             raise
-        return pa.array([None if v is None else json.dumps(v, default=repr, sort_keys=True) for v in values],
-                        type=pa.string())
+        return _json_text(values), True
+
+
+def _json_text(values: list):
+    import pyarrow as pa
+
+    return pa.array([None if v is None else json.dumps(v, default=repr, sort_keys=True) for v in values],
+                    type=pa.string())
+
+
+def concat_tables(tables: list):
+    """One table of the chunks of a part, each converted (typed) apart: types promoted as one
+    conversion of all rows would (ints and floats to floats, structs merged, nulls to any
+    type); a column whose kinds cannot be (ints in one chunk, text or JSON text in another)
+    becomes JSON text throughout. Field metadata (JSON_TEXT) is dropped."""
+    import pyarrow as pa
+
+    def kind(f):
+        return "json" if f.metadata and JSON_TEXT in f.metadata else f.type
+
+    kinds: dict[str, set] = {}
+    for t in tables:
+        for f in t.schema:
+            if not pa.types.is_null(f.type):
+                kinds.setdefault(f.name, set()).add(kind(f))
+    clash = {n for n, ks in kinds.items() if "json" in ks and len(ks) > 1}
+    try:
+        table = pa.concat_tables(_as_json(tables, clash), promote_options="permissive") if len(tables) > 1 else tables[0]
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        clash = {n for n, ks in kinds.items() if len(ks) > 1}
+        table = pa.concat_tables(_as_json(tables, clash), promote_options="permissive")
+    return table.cast(pa.schema([pa.field(f.name, f.type, f.nullable) for f in table.schema]))
+
+
+def _as_json(tables: list, names: set) -> list:
+    """`tables` with the columns `names` as JSON text (those that are JSON text already kept)."""
+    import pyarrow as pa
+
+    out = []
+    for t in tables:
+        for n in names & set(t.column_names):
+            f = t.schema.field(n)
+            if not (f.metadata and JSON_TEXT in f.metadata) and not pa.types.is_null(f.type):
+                t = t.set_column(t.schema.get_field_index(n), pa.field(n, pa.string(), metadata={JSON_TEXT: b"1"}),
+                                 _json_text(t.column(n).to_pylist()))
+        out.append(t)
+    return out
