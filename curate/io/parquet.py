@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 from curate import defaults
-from curate.core.outcome import Item
 from curate.deps import require
 from curate.errors import CurateError
 from curate.executors import peak_rss
