@@ -16,6 +16,7 @@ from curate.errors import CurateError, EngineError, RootKeyError
 from curate.values import LocalStore, ValueStore
 
 _END = object()
+MAX_ROOT_RESTARTS = 3  # a root that lost payloads with dead nodes this often is written FAILED
 HEARTBEAT_S = 0.5  # longest an executor waits for reports before the driver looks up: progress
 #                    lines, timed flushes and Ctrl-C are served even while every worker hangs
 
@@ -140,13 +141,19 @@ class Driver:
         self.sink = sink
         self.store: ValueStore = LocalStore()
         self.on_start: Callable[[], None] | None = None  # run(): record the run once workers are up
+        self.cluster = None  # the Ray executor's ClusterInfo: which Ray the run uses
         self.interrupted = False  # set by a Ctrl-C handler; the next step() flushes and stops
+        self.lost: Exception | None = None  # the executor's cluster went away (ClusterLostError)
+        self.wake: Callable[[], None] | None = None  # run(): interrupts the run's thread where it blocks
         self.started = time.perf_counter()
         self.started_wall = time.time()
         self.timeline: list[tuple[int, float, float, int, str]] = []  # (call, start_s, seconds, items, worker)
         self.first_root_s: float | None = None
         self.startup_s = 0.0  # executor start-up (Ray: until every actor answered)
         self.roots_done = 0
+        self.restarted_roots = 0  # roots run again after a payload they needed was lost with a node
+        self._restarts: dict[str, int] = {}  # root key -> times it was run again
+        self._raw: dict[int, list] = {}  # window id -> its roots' inputs, for running a root again
         self._outputs = [(name, plan.output_slot(name), _chain(plan, plan.output_slot(name)))
                          for name in plan.outputs]
         # downstream-first: a free worker serves the Call nearest the outputs, so parents finish
@@ -158,8 +165,17 @@ class Driver:
         if store is not None:
             self.store = store
         self.sink.bind(self.store)
+        if self.progress is not None and self.cluster is not None:
+            self.progress.note(f"running on {self.cluster.describe()}")
         if self.on_start is not None:
             self.on_start()
+
+    def cluster_lost(self, error: Exception) -> None:
+        """Called from the executor's watch thread: the run must end with `error` now, even if
+        its thread is blocked in a call that will never return."""
+        self.lost = error
+        if self.wake is not None:
+            self.wake()
 
     def record_batch(self, call: int, start_wall: float, seconds: float, items: int, worker: str) -> None:
         """Note one batch's run for the report's timeline (up to MAX_TIMELINE_EVENTS)."""
@@ -176,6 +192,8 @@ class Driver:
         """Progress lines and timed flushes; a pending Ctrl-C flushes what is complete and stops."""
         if self.progress is not None:
             self.progress.update(self)
+        if self.lost is not None:
+            raise self.lost
         if self.interrupted:
             self.drain()
             self.sink.flush()
@@ -209,7 +227,7 @@ class Driver:
                 self._index += 1
             if values:
                 wrapped, failed = self.store.wrap_inputs(values)
-                s.admit(keys, wrapped, indices, failed=failed)
+                self._raw[s.admit(keys, wrapped, indices, failed=failed)] = values
             if ended:
                 s.close_input()
                 return
@@ -242,6 +260,8 @@ class Driver:
     def drain(self) -> int:
         """Hand every finished root's rows to the sink and release them; returns how many."""
         fin = self.sched.pop_finished()
+        if self.sched.lost_roots:
+            fin = self._run_again(fin)
         if not fin:
             return 0
         # each output's items are an iterator over the scheduler's tables, read by the sink
@@ -250,11 +270,37 @@ class Driver:
                  for w, r in fin]
         self.sink.write_roots(roots)
         for w, r in fin:
-            self.sched.release(w, r)
+            self._release(w, r)
         if self.first_root_s is None:
             self.first_root_s = time.perf_counter() - self.started
         self.roots_done += len(fin)
         return len(fin)
+
+    def _run_again(self, fin: list) -> list:
+        """Finished roots that lost a payload with a node (Scheduler.lose) are not written: they
+        run again from their input in a new window, up to MAX_ROOT_RESTARTS times (then their
+        rows are written as they are: FAILED, cause kind "lost"). Returns the roots to write."""
+        keep, again = [], []
+        for w, r in fin:
+            key = w.keys[r]
+            if (w.wid, r) not in self.sched.lost_roots or self._restarts.get(key, 0) >= MAX_ROOT_RESTARTS:
+                keep.append((w, r))
+                continue
+            self._restarts[key] = self._restarts.get(key, 0) + 1
+            again.append((key, self._raw[w.wid][r], w.indices[r]))
+            self._release(w, r)
+        if again:
+            keys, values, indices = map(list, zip(*again))
+            wrapped, failed = self.store.wrap_inputs(values)
+            wid = self.sched.readmit(keys, wrapped, indices, failed=failed)
+            self._raw[wid] = values
+            self.restarted_roots += len(again)
+        return keep
+
+    def _release(self, w, r: int) -> None:
+        self.sched.release(w, r)
+        if w.roots_left == 0:
+            self._raw.pop(w.wid, None)
 
     @staticmethod
     def _rows(w, slot: int, chain: list[int], r: int) -> Iterator[Item]:

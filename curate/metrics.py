@@ -54,6 +54,7 @@ class RunMetrics:
     first_root_s: float | None
     roots: int
     stale_reports: int
+    restarted_roots: int = 0  # roots run again from their input after a payload was lost with a node
     startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
     driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
     writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
@@ -73,7 +74,8 @@ class RunMetrics:
         """Plain JSON-able form (what `metrics.json` holds and the run report reads)."""
         return {
             "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
-            "roots": self.roots, "stale_reports": self.stale_reports, "grains": self.grains,
+            "roots": self.roots, "stale_reports": self.stale_reports, "restarted_roots": self.restarted_roots,
+            "grains": self.grains,
             "driver_peak_rss": self.driver_peak_rss, "writer_peak_rss": self.writer_peak_rss,
             "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
             "pools": {n: asdict(p) for n, p in self.pools.items()},
@@ -83,7 +85,9 @@ class RunMetrics:
     def summary(self) -> str:
         first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
         lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s); "
-                 f"first root done at {first}",
+                 f"first root done at {first}"
+                 + (f"; {self.restarted_roots} root(s) run again after payloads were lost with a node"
+                    if self.restarted_roots else ""),
                  f"{'call':<24}{'batches':>8}{'items':>8}{'fill':>6}{'retries':>8}{'suppr':>6}{'failed':>7}{'busy_s':>8}"]
         for c in self.calls.values():
             lines.append(f"{c.name:<24}{c.batches:>8}{c.items:>8}{c.batch_fill:>6.2f}{c.retries:>8}"
@@ -117,5 +121,5 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
     timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
     return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss(),
+                      restarted_roots=driver.restarted_roots, startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss(),
                       writer_peak_rss=getattr(driver.sink, "writer_peak_rss", 0))
