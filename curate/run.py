@@ -168,13 +168,17 @@ def _ctrl_c(driver: Driver):
         return
 
     def ask(signum, frame):
+        if driver.lost is not None:  # the watch thread's wake-up: the cluster is gone
+            raise driver.lost
         if driver.interrupted:
             signal.signal(signal.SIGINT, previous)
             raise KeyboardInterrupt
         driver.interrupted = True
 
     signal.signal(signal.SIGINT, ask)
+    driver.wake = lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
     try:
         yield
     finally:
+        driver.wake = None
         signal.signal(signal.SIGINT, previous)

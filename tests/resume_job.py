@@ -1,5 +1,5 @@
 """A job for the kill-and-resume tests, run as a real subprocess:
-`python resume_job.py OUT [--resume] [--executor local|ray] [--address ADDR] [--slow] [--progress]`. Every stage run prints a line,
+`python resume_job.py OUT [--resume] [--executor local|ray] [--address ADDR] [--slow] [--progress] [--docs N]`. Every stage run prints a line,
 so the test can kill it after a chosen amount of work."""
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ if __name__ == "__main__":
     SLOW_S = 0.2 if "--slow" in sys.argv else 0.0
     executor = sys.argv[sys.argv.index("--executor") + 1] if "--executor" in sys.argv else "local"
     opts = {"address": sys.argv[sys.argv.index("--address") + 1]} if "--address" in sys.argv else {}
-    res = cu.run(build(), range(N_DOCS), executor=executor, output_dir=out, resume="--resume" in sys.argv,
+    docs = int(sys.argv[sys.argv.index("--docs") + 1]) if "--docs" in sys.argv else N_DOCS
+    res = cu.run(build(), range(docs), executor=executor, output_dir=out, resume="--resume" in sys.argv,
                  input_batch_size=3, inflight=2, sink_options={"shard_rows": 9}, progress="--progress" in sys.argv,
                  **opts)
     print("done", res.counts, flush=True)

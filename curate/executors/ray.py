@@ -21,7 +21,7 @@ import ray
 from curate.core.outcome import BatchReport
 from curate.errors import Cause, ClusterLostError, CurateError
 from curate.executors import PoolReport, timeout_cause
-from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect
+from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster
 from curate.executors.ray_pools import Group, WarmPools, kill, make_groups
 from curate.executors.ray_store import RayStore, _to_wire
 from curate.executors.ray_worker import UNBOUND, Ref
@@ -80,7 +80,7 @@ class RayExecutor:
         self._secured = output_calls(driver.plan)
         self.groups = groups = make_groups(driver)
         self._run = uuid.uuid4().hex
-        self._watch = watch = GcsWatch(self.cluster.address)
+        self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self._lost(s)))
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
         clean = lost = False
@@ -107,18 +107,22 @@ class RayExecutor:
                     raise self._lost(watch.silent_s())
             clean = True
             _measure_memory(groups)
-        except Exception as exc:
-            # A call into Ray that failed because the cluster went away (actors gone, the writer
-            # gone) is the lost cluster, not a problem of its own.
-            if isinstance(exc, ClusterLostError) or watch.answers():
+        except ray.exceptions.RayError:
+            # A call into Ray that failed because the cluster is going away (the writer actor
+            # died with its node) is the lost cluster, not a problem of its own.
+            if not watch.gone_within(CLUSTER_LOST_S):
                 raise
             lost = True
             raise self._lost(watch.silent_s()) from None
+        except ClusterLostError:
+            lost = True
+            raise
         finally:
             watch.close()
             if lost:  # nothing to release: its actors went with the cluster (and Ray's calls would block)
                 self.groups, self._store = [], None
                 self.warm.actors.clear()
+                forget_lost_cluster()
             elif self.keep_warm and clean:
                 self.warm.keep(groups)
                 self._store = store

@@ -160,11 +160,13 @@ def _check_token(address: str) -> None:
 class GcsWatch:
     """Checks in a thread, every WATCH_EVERY_S, that the cluster's GCS still accepts
     connections; `silent_s()` says for how long it has not. The run's loop reads it and ends
-    with ClusterLostError before Ray's core would kill the process without a word."""
+    with ClusterLostError before Ray's core would kill the process without a word; `on_lost`
+    reaches a run blocked inside a call into Ray."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, on_lost=None):
         host, _, port = address.rpartition(":")
         self._target = (host, int(port))
+        self._on_lost = on_lost  # called once, from the thread, when silent_s() passes CLUSTER_LOST_S
         self._last_ok = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="curate-gcs-watch", daemon=True)
@@ -172,7 +174,9 @@ class GcsWatch:
 
     def _loop(self) -> None:
         while not self._stop.wait(WATCH_EVERY_S):
-            self.answers()
+            if not self.answers() and self.silent_s() > CLUSTER_LOST_S and self._on_lost is not None:
+                self._on_lost(self.silent_s())  # the run's thread may be blocked in a call into Ray
+                return
 
     def answers(self) -> bool:
         """Probe now (the caller waits up to PROBE_TIMEOUT_S)."""
@@ -182,6 +186,16 @@ class GcsWatch:
             return False
         self._last_ok = time.monotonic()
         return True
+
+    def gone_within(self, seconds: float) -> bool:
+        """After a Ray error: whether the GCS stops answering within `seconds` (a cluster being
+        stopped loses its workers a moment before its GCS)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if not self.answers():
+                return True
+            self._stop.wait(WATCH_EVERY_S / 2)
+        return False
 
     def silent_s(self) -> float:
         return time.monotonic() - self._last_ok
@@ -271,3 +285,19 @@ def node_resources() -> list[dict[str, float]]:
     import ray
 
     return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
+
+
+SHUTDOWN_WAIT_S = 10.0  # how long a lost cluster's clean-up may take before the process moves on
+
+
+def forget_lost_cluster() -> None:
+    """After the cluster went away: put back Python's own excepthook (Ray's reports an uncaught
+    exception to the cluster first, and would wait forever for the dead one) and disconnect
+    Ray without letting its shutdown hold the process."""
+    import ray
+
+    if sys.excepthook is not sys.__excepthook__:
+        sys.excepthook = sys.__excepthook__
+    t = threading.Thread(target=ray.shutdown, name="curate-ray-shutdown", daemon=True)
+    t.start()
+    t.join(SHUTDOWN_WAIT_S)
