@@ -184,3 +184,48 @@ def test_a_run_says_which_ray_it_used(tmp_path, ray_cluster, capsys):
     (entry,) = runs(tmp_path / "out")
     assert entry["cluster"]["how"] == "existing" and entry["cluster"]["nodes"] == 1
     assert entry["cluster"]["resources"]["CPU"] == 4  # the test session's Ray (conftest)
+
+
+SPREAD_SCRIPT = """
+import os, ray
+from ray.cluster_utils import Cluster
+import curate as cu
+
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+for _ in range(2):
+    cluster.add_node(num_cpus=1, num_gpus=1)  # logical GPUs: Ray places and pins as with real ones
+cluster.wait_for_nodes()
+Doc = cu.Domain("doc"); Page = Doc.child("page")
+
+class Captioner:
+    def __init__(self):
+        self.where = (ray.get_runtime_context().get_node_id(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    def __call__(self, ps):
+        return [(p, *self.where) for p in ps]
+
+pipe = cu.Pipeline(Doc)
+pages = pipe.source.expand(cu.stage(lambda ds: [list(range(d)) for d in ds], num_cpus=0.25), into=Page)
+out = pages.map(cu.stage(Captioner, batch_size=2, replicas=2, num_gpus=1, num_cpus=0.25))
+pipe.output("pages", out)
+res = cu.run(pipe, [3, 5, 4, 6], executor="ray", address=cluster.address)
+where = {(node, gpus) for _, node, gpus in res.values("pages")}
+print("WHERE", sorted(where))
+print("NODES", len({n for n, _ in where}), "GPUS", sorted({g for _, g in where}))
+three = cu.Pipeline(Doc)
+three.output("x", three.source.map(cu.stage(Captioner, replicas=3, num_gpus=1, num_cpus=0.25)))
+try:
+    cu.run(three, [1], executor="ray")
+except cu.CurateError as exc:
+    print("REFUSED", exc)
+ray.shutdown()
+cluster.shutdown()
+"""
+
+
+def test_gpu_pools_get_one_actor_per_gpu_spread_over_the_nodes(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", SPREAD_SCRIPT], capture_output=True, text=True, timeout=300,
+                          env=clean_env(RAY_TMPDIR=tempfile.mkdtemp(prefix="cu-gpu-", dir="/tmp")))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "NODES 2 GPUS ['0']" in proc.stdout  # two actors, two nodes, each pinned to its node's GPU
+    refused = next(line for line in proc.stdout.splitlines() if line.startswith("REFUSED"))
+    assert "the workers ask for 3 GPU in all" in refused and "the cluster has 2" in refused, refused
