@@ -4,6 +4,7 @@ the same names on resume, and the same option from a recipe's outputs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,21 @@ input: {paths: [a.pdf, b.pdf]}
     (tmp_path / "bad.yaml").write_text((tmp_path / "r.yaml").read_text().replace('"{key}/{route}/{key}"', '"../x"'))
     with pytest.raises(cu.PlanError, match=r"bad.yaml:6: output 'docs': files name template '../x'"):
         load_recipe(tmp_path / "bad.yaml")
+
+
+def test_long_names_that_share_their_first_100_characters_get_their_own_files(tmp_path):
+    """Bug: {key} was the whole stem (up to 100 characters) + '-' + 8 hex, and filling a template
+    cuts every value to 100 characters: from a 92-character stem on, the digest was cut off and
+    two such inputs wrote one file. The stem is now cut to make room for it."""
+    from curate.names import MAX_NAME
+
+    stems = ["L" * 150 + "-first", "L" * 150 + "-second", "L" * 90 + "._third"]  # the cut ends in '.'
+    kept = ["L" * 91, "L" * 91, "L" * 90]
+    res = cu.run(pipeline(), [f"d/{s}.pdf" for s in stems], executor="local", key=key, output_dir=tmp_path / "out")
+    files = [v["markdown"] for v in res.values("docs")]
+    assert len(set(files)) == 3
+    for stem, start, rel in zip(stems, kept, files):
+        assert (tmp_path / "out" / "docs" / rel).read_text() == f"# d/{stem}.pdf\n"
+        folder, route, name = Path(rel).parts[2:]
+        assert name == folder + ".md" and route == "text_layer"
+        assert re.fullmatch(f"{start}-[0-9a-f]{{8}}", folder) and len(folder) <= MAX_NAME, folder  # the digest whole

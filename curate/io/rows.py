@@ -26,6 +26,7 @@ from curate.io.commits import inside
 from curate.names import (
     FILES_DIR,
     LINEAGE_COLUMNS,
+    MAX_NAME,
     file_spec,
     fill_template,
     name_problem,
@@ -131,12 +132,15 @@ def file_name(entity: str, column: str, ext: str, template: str | None = None, f
 def template_fields(row: dict) -> dict:
     """What a file name template may use: the row's payload fields, and `name` (the root
     key's file stem), `key` (that stem plus 8 hex of the root key's digest: unique per input),
-    `ordinal`, `lineage` ('0-3-1')."""
+    `ordinal`, `lineage` ('0-3-1'). `key` is a plain name of at most MAX_NAME characters, the
+    stem cut to make room for the digest, so filling the template (which cuts every value to
+    MAX_NAME) keeps it whole."""
     root = row["root_key"]
     stem = os.path.splitext(os.path.basename(root.rsplit("@", 1)[0]))[0] or root
     digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     fields = {k: v for k, v in row.items() if k not in LINEAGE_COLUMNS}
-    fields.update(name=stem, key=f"{suggest_name(stem, 'doc')}-{digest}", ordinal=row["ordinal"],
+    short = suggest_name(stem, "doc")[:MAX_NAME - len(digest) - 1].rstrip("._-")  # starts with a letter or digit
+    fields.update(name=stem, key=f"{short}-{digest}", ordinal=row["ordinal"],
                   lineage="-".join(map(str, row["lineage"])))
     return fields
 
