@@ -56,3 +56,36 @@ def test_daft_reads_the_output_directory(out):
     df = daft.read_parquet(f"{d}/docs/*.parquet")
     got = df.groupby("status").count("entity_id").to_pydict()
     assert dict(zip(got["status"], got["entity_id"])) == counts["docs"]
+
+
+# ---- parts that differ in their columns' types read as one table ------------------------------------
+Row = cu.Domain("row")
+
+
+def one_part_per_root(tmp_path, stage, n: int):
+    """Run `stage` over inputs 0..n-1 into tmp_path/out, each root its own flush (part file)."""
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.map(stage))
+    out = tmp_path / "out"
+    cu.run(pipe, list(range(n)), executor="local", output_dir=out, input_batch_size=1, inflight=1,
+           sink_options={"shard_rows": 1})
+    assert len(list((out / "rows").glob("*.parquet"))) == n
+    return out
+
+
+def failed_first(batch: list) -> list:
+    return [cu.ItemFailure(cu.InputError("input 0 is bad")) if x == 0
+            else {"text": None if x == 1 else f"text {x}"} for x in batch]
+
+
+def test_a_first_part_without_payload_columns_hides_none_of_the_later_ones(tmp_path):
+    """Bug: the output was read with its first part's schema: a part of FAILED rows alone has no
+    payload column (every later value was dropped), one whose column is all None types it null
+    (the later text failed to cast)."""
+    from curate.io.read import read_items, read_table
+
+    out = one_part_per_root(tmp_path, failed_first, 3)
+    items = read_items(out, "rows")
+    assert [i.status for i in items] == [cu.Status.FAILED, cu.Status.PRESENT, cu.Status.PRESENT]
+    assert [i.value for i in items[1:]] == [{"text": None}, {"text": "text 2"}]
+    assert read_table(out, "rows").schema.field("text").type == "string"

@@ -22,14 +22,40 @@ def output_path(out: str | Path, name: str) -> Path:
 
 
 def read_table(out: str | Path, name: str):
-    """All committed rows of one output as one Arrow table (shards unified by name)."""
+    """All committed rows of one output as one Arrow table: its part files read with the
+    schema of all of them unified by name (`unified_schema`), not the first one's, so a
+    column that a part lacks, or holds only nulls in, reads as None there and keeps its values
+    in the other parts."""
     ds = require("pyarrow.dataset", "reading an output directory")
+    import pyarrow as pa
+
     d = output_path(out, name)
     if not d.exists():
-        import pyarrow as pa
-
         return pa.table({c: [] for c in LINEAGE_COLUMNS})
-    return ds.dataset(d, format="parquet").to_table()
+    files = ds.dataset(d, format="parquet").files
+    if not files:
+        return pa.table({c: [] for c in LINEAGE_COLUMNS})
+    schema = unified_schema(files)
+    if schema is None:  # kinds that cannot be promoted: as JSON text throughout, as within a part
+        import pyarrow.parquet as pq
+
+        from curate.io.rows import concat_tables
+
+        return concat_tables([pq.read_table(f) for f in files])
+    return ds.dataset(files, format="parquet", schema=schema).to_table()
+
+
+def unified_schema(files: list[str]):
+    """The schema of the Parquet `files` read as one table: their columns by name, each type
+    promoted as the parts of one flush are (nulls to any type, ints to floats, structs merged);
+    None if a column's types cannot be promoted to one (ints in one part, text in another)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
 
 
 def read_items(out: str | Path, name: str) -> list[Item]:
