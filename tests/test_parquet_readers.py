@@ -73,6 +73,30 @@ def one_part_per_root(tmp_path, stage, n: int):
     return out
 
 
+def typed_late(batch: list) -> list:
+    """Input 0 leaves every column's type open (empty list, None, a struct without `b`); input 1
+    fills them, and turns an int into a float."""
+    late = {0: {"xs": [], "none": None, "rec": {"a": 1}, "num": 1, "deep": [{"p": None}]},
+            1: {"xs": ["a"], "none": "now text", "rec": {"a": 2, "b": "new"}, "num": 2.5, "deep": [{"p": [1]}]}}
+    return [late[x] for x in batch]
+
+
+def test_a_type_left_open_in_one_part_is_filled_in_a_later_one(tmp_path):
+    """Bug: a later flush was typed by the earlier part's type, so list<null> refused ['a']
+    (ArrowInvalid: the run died), an int part refused 2.5, and a struct dropped a new field."""
+    from curate.io.read import read_items
+
+    import pyarrow.parquet as pq
+
+    out = one_part_per_root(tmp_path, typed_late, 2)
+    later = pq.read_schema(max((out / "rows").glob("*.parquet")))  # the later part: the types it and the first unify to
+    assert {n: str(later.field(n).type) for n in ("xs", "none", "rec", "num")} == {
+        "xs": "list<element: string>", "none": "string", "rec": "struct<a: int64, b: string>", "num": "double"}
+    assert [i.value for i in read_items(out, "rows")] == [
+        {"xs": [], "none": None, "rec": {"a": 1, "b": None}, "num": 1.0, "deep": [{"p": None}]},
+        {"xs": ["a"], "none": "now text", "rec": {"a": 2, "b": "new"}, "num": 2.5, "deep": [{"p": [1]}]}]
+
+
 def failed_first(batch: list) -> list:
     return [cu.ItemFailure(cu.InputError("input 0 is bad")) if x == 0
             else {"text": None if x == 1 else f"text {x}"} for x in batch]

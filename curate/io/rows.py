@@ -202,9 +202,13 @@ JSON_TEXT = b"curate.json"  # field metadata of a column stored as JSON text whi
 
 def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=None):
     """An Arrow table of `rows`: lineage columns typed, declared payload columns typed, the
-    rest inferred, and unified with `previous` (the schema of earlier shards) so every shard of
-    an output reads as one dataset. A column stored as JSON text (values Arrow cannot type)
-    carries JSON_TEXT in its field metadata until `concat_tables` drops it."""
+    rest inferred, and unified with `previous` (the schema of earlier parts) so every part of
+    an output reads as one dataset: each inferred column is promoted to the type it and the
+    earlier parts' type unify to (`_promoted`: nulls, also inside lists and structs, to any
+    type; ints to floats; structs merged), so an earlier part whose list was empty in every row
+    (list<null>) or whose struct lacked a field does not refuse the values that come later. A
+    column stored as JSON text (values Arrow cannot type) carries JSON_TEXT in its field
+    metadata until `concat_tables` drops it."""
     import pyarrow as pa
 
     fixed = {"root_key": pa.string(), "entity_id": pa.string(), "parent_id": pa.string(),
@@ -220,17 +224,21 @@ def to_table(rows: list[dict], declared: dict, files: dict[str, str], previous=N
     arrays, fields = [], []
     for name in names:
         col = [r.get(name) for r in rows]
-        t = fixed.get(name) or (previous.field(name).type if previous is not None and name in previous.names
-                                and not pa.types.is_null(previous.field(name).type) else None)
-        array, as_json = _column(col, t)
+        if name in fixed:
+            array, as_json = _column(col, fixed[name])
+        else:
+            array, as_json = _column(col, None)
+            if previous is not None and name in previous.names:
+                array, as_json = _promoted(array, as_json, previous.field(name).type, col)
         arrays.append(array)
         fields.append(pa.field(name, array.type, metadata={JSON_TEXT: b"1"} if as_json else None))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _column(values: list, t):
-    """An Arrow array of one column, and whether it is JSON text: values Arrow cannot type
-    (mixed kinds, opaque objects) are stored as JSON text rather than failing the flush."""
+    """An Arrow array of one column (typed `t`, else inferred), and whether it is JSON text:
+    values Arrow cannot type (mixed kinds, opaque objects) are stored as JSON text rather than
+    failing the flush; values that do not fit a declared type other than text raise."""
     import pyarrow as pa
 
     try:
@@ -239,6 +247,31 @@ def _column(values: list, t):
         if t is not None and not pa.types.is_string(t):
             raise
         return _json_text(values), True
+
+
+def _promoted(array, as_json: bool, before, values: list):
+    """A column inferred for this chunk, typed to agree with the earlier parts' type `before`
+    as the chunks of one part are (`concat_tables`): cast to the type both unify to when they
+    unify; made JSON text where the earlier parts hold text and these values are of another
+    kind (as typing them as text always did); else left as inferred (kinds that cannot be
+    promoted, ints before and text now: `read.read_table` reads such parts as JSON text)."""
+    import pyarrow as pa
+
+    if as_json or array.type == before:
+        return array, as_json
+    try:
+        unified = pa.unify_schemas([pa.schema([("c", before)]), pa.schema([("c", array.type)])],
+                                   promote_options="permissive").field("c").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        if pa.types.is_string(before) or pa.types.is_large_string(before):
+            return _json_text(values), True
+        return array, False
+    if unified == array.type:
+        return array, False
+    try:
+        return array.cast(unified), False
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return array, False
 
 
 def _json_text(values: list):
