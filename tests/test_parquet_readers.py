@@ -1,12 +1,15 @@
-"""The output directory is read as-is by the usual tools: pyarrow, pandas and Ray Data."""
+"""The output directory is read as-is by the usual tools: pyarrow, pandas and Ray Data; and by
+curate's own reader as one table when its parts differ in their columns and types."""
 
 from __future__ import annotations
 
 import pyarrow.dataset as pds
+import pyarrow.parquet as pq
 import pytest
 from resume_job import build
 
 import curate as cu
+from curate.io.read import read_items, read_table
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +87,6 @@ def typed_late(batch: list) -> list:
 def test_a_type_left_open_in_one_part_is_filled_in_a_later_one(tmp_path):
     """Bug: a later flush was typed by the earlier part's type, so list<null> refused ['a']
     (ArrowInvalid: the run died), an int part refused 2.5, and a struct dropped a new field."""
-    from curate.io.read import read_items
-
-    import pyarrow.parquet as pq
-
     out = one_part_per_root(tmp_path, typed_late, 2)
     later = pq.read_schema(max((out / "rows").glob("*.parquet")))  # the later part: the types it and the first unify to
     assert {n: str(later.field(n).type) for n in ("xs", "none", "rec", "num")} == {
@@ -106,10 +105,19 @@ def test_a_first_part_without_payload_columns_hides_none_of_the_later_ones(tmp_p
     """Bug: the output was read with its first part's schema: a part of FAILED rows alone has no
     payload column (every later value was dropped), one whose column is all None types it null
     (the later text failed to cast)."""
-    from curate.io.read import read_items, read_table
-
     out = one_part_per_root(tmp_path, failed_first, 3)
     items = read_items(out, "rows")
     assert [i.status for i in items] == [cu.Status.FAILED, cu.Status.PRESENT, cu.Status.PRESENT]
     assert [i.value for i in items[1:]] == [{"text": None}, {"text": "text 2"}]
     assert read_table(out, "rows").schema.field("text").type == "string"
+
+
+def int_then_text(batch: list) -> list:
+    return [{"v": 1 if x == 0 else "a"} for x in batch]
+
+
+def test_kinds_that_cannot_be_promoted_across_parts_read_as_json_text(tmp_path):
+    """An int in one part and text in a later one cannot share a type: the run still writes
+    both, and reading gives the column as JSON text throughout, as within one part."""
+    out = one_part_per_root(tmp_path, int_then_text, 2)
+    assert [i.value for i in read_items(out, "rows")] == [{"v": "1"}, {"v": '"a"'}]
