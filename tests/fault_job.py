@@ -3,8 +3,9 @@
     python fault_job.py OUT [--docs N] [--executor ray|local] [--address ADDR] [--resume]
                             [--faults DIR] [--slow S] [--big]
 
-Documents of 1 to 6 pages; a page's OCR gives a dict with its text (and, with --big, a 300 KB
-scan, so Ray keeps its payloads in a node's object store, where a node's death loses them).
+Documents of 1 to 6 pages; a page is scanned (with --big, a 300 KB image, which Ray keeps in
+the object store of the node that made it, where that node's death loses it), then its OCR
+gives a dict with its text and the scan.
 With --faults DIR (a directory the stages share, on one machine), the stages misbehave in
 every way a long job meets, each at most once per item (a marker file remembers):
   - an intermittent error: every 7th page raises TransientError on its first attempt;
@@ -45,11 +46,17 @@ def pages(docs):
     return [[(d, i) for i in range(d % 6 + 1)] for d in docs]
 
 
+def scan(ps):
+    """The page's image: an intermediate payload (not an output), which with --big lives only in
+    the object store of the node that made it until OCR reads it."""
+    return [(d, i, bytes([(d + i) % 256]) * (300_000 if BIG else 64)) for d, i in ps]
+
+
 def ocr(ps):
-    print("ran", ps[0], flush=True)  # unique per batch: Ray does not fold the lines
+    print("ran", ps[0][:2], flush=True)  # unique per batch: Ray does not fold the lines
     time.sleep(SLOW_S)
     out = []
-    for d, i in ps:
+    for d, i, image in ps:
         if d % 13 == 5 and i == 2:
             os._exit(1)  # poison: kills its worker on every attempt
         if FAULTS is not None:
@@ -59,8 +66,7 @@ def ocr(ps):
                 time.sleep(TIMEOUT_S * 10)
             if (d * 7 + i) % 7 == 3 and _once(f"flaky-{d}-{i}"):
                 raise cu.TransientError(f"flaky read of page {i} of doc {d}")
-        scan = bytes([(d + i) % 256]) * (300_000 if BIG else 64)
-        out.append({"doc": d, "page": i, "text": f"doc {d} page {i}".upper(), "scan": scan})
+        out.append({"doc": d, "page": i, "text": f"doc {d} page {i}".upper(), "scan": image})
     return out
 
 
@@ -73,7 +79,7 @@ def build():
     P = Doc.child("page")
     pipe = cu.Pipeline(Doc)
     ps = pipe.source.expand(cu.stage(pages, batch_size=2, num_cpus=0.25), into=P)
-    text = ps.map(cu.stage(ocr, batch_size=4, replicas=2, num_cpus=0.25, retries=2, timeout_s=TIMEOUT_S))
+    text = ps.map(cu.stage(scan, batch_size=4, num_cpus=0.25)).map(cu.stage(ocr, batch_size=4, replicas=2, num_cpus=0.25, retries=2, timeout_s=TIMEOUT_S))
     pipe.output("pages", text, files={"scan": ".bin"})
     pipe.output("docs", text.reduce(cu.stage(join, num_cpus=0.25)), schema={"value": "string"})
     return pipe

@@ -123,18 +123,36 @@ def test_driver_killed_five_times_in_a_row_then_resumed_gives_the_rows_of_a_clea
 OWNER = """
 import sys
 from ray.cluster_utils import Cluster
-cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-workers = [cluster.add_node(num_cpus=1) for _ in range(2)]
+
+def ancestors(pid):
+    while pid > 1:
+        yield pid
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rpartition(")")[2].split()[1])
+
+# The head holds no CPU, so every pool actor lives on a worker node (the writer, 0 CPU, stays
+# on the head with the driver); "remove PID" removes the worker node running process PID.
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+workers = [cluster.add_node(num_cpus=1) for _ in range(3)]
 cluster.wait_for_nodes()
 print("ADDRESS", cluster.address, flush=True)
 for line in sys.stdin:
     if line.startswith("remove"):
-        cluster.remove_node(workers.pop(0))
+        chain = set(ancestors(int(line.split()[1])))
+        node = next(w for w in workers if w.all_processes["raylet"][0].process.pid in chain)
+        workers.remove(node)
+        cluster.remove_node(node)
         print("REMOVED", flush=True)
     else:
         break
 cluster.shutdown()
 """
+
+
+def worker_pid(line: str) -> int | None:
+    """The pid in Ray's prefix of a worker's output line: "(PoolWorker pid=1234) ran (3, 0)"."""
+    head, sep, _ = line.partition("pid=")
+    return int("".join(c for c in _.split(")")[0] if c.isdigit())) if sep else None
 
 
 def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path):
@@ -149,8 +167,8 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path):
         seen = 0
         for line in p.stdout:
             seen += "ran (" in line
-            if seen == 12:  # well into the run: pages of the removed node are still to be read
-                owner.stdin.write("remove\n")
+            if seen == 12:  # well into the run: remove the node of the worker that just ran a batch
+                owner.stdin.write(f"remove {worker_pid(line)}\n")
                 owner.stdin.flush()
                 assert owner.stdout.readline().startswith("REMOVED")
         p.wait(timeout=400)
@@ -198,3 +216,50 @@ def test_duplicate_and_stale_reports_at_the_transport_are_dropped(ray_cluster, m
     assert res.values("docs") == ["|".join(f"{d}/{i}" for i in range(d % 5 + 1)) for d in range(40)]
     assert counts["dup"] > 20 and counts["stale"] > 10
     assert res.metrics.stale_reports >= counts["dup"] + counts["stale"]
+
+
+def test_grains_whose_input_was_lost_run_their_roots_again_from_the_input():
+    """The engine side of a lost node, driven by hand without Ray: the first OCR batch is reported
+    lost for its first grain (its input payload died with a node). That grain is FAILED as
+    "lost" at once (no retries spent), its root is not written but admitted again from its
+    kept input, the batch's other grains are only requeued, and the outputs are those of a
+    clean run."""
+    from doc_stages import Doc, Page, collect, split
+
+    from curate.batch import run_batch
+    from curate.core.plan import compile_plan
+    from curate.core.scheduler import Scheduler
+    from curate.driver import Driver, MemorySink
+    from curate.errors import Cause
+    from curate.run import RunResult
+
+    pipe = cu.Pipeline(Doc)
+    pages = pipe.source.expand(cu.stage(split, batch_size=2), into=Page)
+    text = pages.map(cu.stage(lambda ps: [p * 10 for p in ps], batch_size=3, name="ocr"))
+    pipe.output("docs", text.reduce(cu.stage(collect)))
+    plan = compile_plan(pipe)
+    sched = Scheduler(plan, inflight=2)
+    sink = MemorySink(plan.outputs)
+    driver = Driver(plan, sched, iter([2, 3, 1, 4]), input_batch_size=2, key=None, sink=sink)
+    fns = {c.id: next(p.target for p in plan.pools if c.id in p.calls) for c in plan.calls}
+    ocr = next(c.id for c in plan.calls if c.name == "ocr")
+    lost_once = False
+    while not sched.done:
+        driver.drain()
+        driver.admit()
+        call = next((c.id for c in plan.calls if sched.ready(c.id)), None)
+        assert call is not None, "nothing ready and the run is not done"
+        b = sched.reserve(call)
+        if call == ocr and not lost_once and len(b.keys) > 1:
+            lost_once = True
+            cause = Cause("lost", "an input payload of this item was lost with a Ray node", "ocr")
+            assert sched.lose(b.id, [True] + [False] * (len(b.keys) - 1), cause)
+            assert len(sched.lost_roots) == 1
+            continue
+        c = plan.calls[call]
+        assert sched.complete(b.id, run_batch(fns[call], c.kind, b.inputs, c.name))
+        driver.drain()
+    res = RunResult(plan, sink, None)
+    assert lost_once and driver.restarted_roots == 1
+    assert res.values("docs") == [[0, 10], [0, 10, 20], [0], [0, 10, 20, 30]]
+    assert not sched.lost_roots and not driver._raw  # nothing of the lost attempt is kept
