@@ -24,8 +24,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hostile_corpus import (
     GOOD_PDFS,
@@ -47,7 +45,7 @@ from video_samples import REAL as VIDEOS
 import curate as cu
 from curate.cli import EXIT_PARTIAL, main
 from curate.io import sources
-from curate.io.read import read_items
+from curate.io.read import read_items, read_table
 
 MAX_DRIVER_PEAK = 2 * 2**30  # bytes; measured about 250 MiB on Ray (the workers are other processes)
 MAX_RENDER_PEAK = 1 * 2**30  # bytes of the render worker; measured about 340 MiB with the 3,500 px page
@@ -57,12 +55,6 @@ FILES_LAYOUT = 'outputs.documents={step: documents, files: {markdown: {ext: .md,
 # pages would be about 1,700 Ray calls of a few ms each (38 s here, where the local executor
 # takes 9); batches of 512 (README: `--set steps.<id>.<op>.batch_size=...` overrides any field)
 # make it 24 s. A run's rows do not depend on batch sizes, which the runs alone (defaults) check.
-# One flush at the end: a timed flush (every 30 s) splits the outputs into shards by timing, and
-# shards split that way meet two engine bugs (the xfail tests at the end of this file): a list
-# column empty in every row of one shard and filled in a later one stops the run, and a first
-# shard of FAILED rows alone hides every payload column from readers. Under load the video run
-# passed 30 s and died of the first.
-ONE_FLUSH = "run.sink_options={flush_s: 3600}"
 PAGE_BATCHES = [f"steps.{step}.batch_size=512" for step in ("checked.map", "regions.expand", "page_layer.reduce",
                                                              "page_ocr.reduce", "page_markdown.map")]
 VIDEO_SETS = ["pools.captioner.init.device=cpu", f"pools.captioner.init.max_new_tokens={TOKENS}",
@@ -77,11 +69,12 @@ def listing(d: Path) -> list[str]:
 
 def run_recipe(recipe: str, inputs: list[str], out: Path, executor: str, sets: list[str]) -> dict:
     """`curate run RECIPE --input ... --output OUT --executor EXECUTOR --set ...`: the exit code,
-    each output's rows in lineage order, and the run's metrics.json."""
+    each output's rows in lineage order (read as `cu.read` reads them: however many timed flushes
+    split the output, every part's schema unified), and the run's metrics.json."""
     args = ["run", recipe, *[a for i in inputs for a in ("--input", i)], "--output", str(out),
             "--executor", executor, "--no-progress", *[a for s in sets for a in ("--set", s)]]
     rc = main(args)
-    tables = {p.name: sorted(pq.read_table(p).to_pylist(), key=lambda r: r["lineage"])
+    tables = {p.name: sorted(read_table(out, p.name).to_pylist(), key=lambda r: r["lineage"])
               for p in out.iterdir() if p.is_dir() and not p.name.startswith("_")}
     (metrics,) = out.glob("_curate/*/metrics.json")
     return {"rc": rc, "tables": tables, "metrics": json.loads(metrics.read_text()), "out": out}
@@ -145,10 +138,10 @@ def pdf_runs(ray_cluster, tmp_path_factory):
     corpus, inputs = pdf_corpus(tmp / "corpus")
     # MinerU's file layout (the README's --set): document Markdown files named after the input's
     # stem, so hostile names meet the code that turns names into paths.
-    together = hostile_run(tmp, corpus, inputs, "pdf_to_markdown", [FILES_LAYOUT, *PAGE_BATCHES, ONE_FLUSH])
+    together = hostile_run(tmp, corpus, inputs, "pdf_to_markdown", [FILES_LAYOUT, *PAGE_BATCHES])
     together["rows"] = by_input(corpus, together["inputs"], together["tables"]["documents"])
     valid = [str(h.path) for h in corpus if h.status == "present" and h.path.parent == PDFS]
-    alone = run_recipe("pdf_to_markdown", valid, tmp_path_factory.mktemp("alone_pdf") / "out", "local", [ONE_FLUSH])
+    alone = run_recipe("pdf_to_markdown", valid, tmp_path_factory.mktemp("alone_pdf") / "out", "local", [])
     return corpus, together, alone
 
 
@@ -251,7 +244,7 @@ def tiny_model(tmp_path_factory) -> str:
 def video_runs(ray_cluster, tmp_path_factory, tiny_model):
     tmp = tmp_path_factory.mktemp("hostile_video")
     corpus, inputs = video_corpus(tmp / "corpus")
-    sets = [f"pools.captioner.init.model={tiny_model}", *VIDEO_SETS, ONE_FLUSH]
+    sets = [f"pools.captioner.init.model={tiny_model}", *VIDEO_SETS]
     together = hostile_run(tmp, corpus, inputs, "video_captions", sets)
     together["rows"] = by_input(corpus, together["inputs"], together["tables"]["videos"])
     alone = run_recipe("video_captions", [str(VIDEOS / n) for n in GOOD_VIDEOS],
@@ -361,11 +354,8 @@ def test_a_named_pipe_is_keyed_without_opening_it(tmp_path):
     assert sources.path_key(tmp_path / "pipe.pdf", tmp_path) == "pipe.pdf@missing"
 
 
-# ---- what the engineers of curate/io/ must change (found by the corpus; see the reasons) -------------
-@pytest.mark.xfail(strict=True, reason="curate/io/rows.py:template_fields builds {key} as the stem (up to 100 "
-                   "characters) + '-' + 8 hex, and names.fill_template cuts every field to 100 characters, so a "
-                   "stem of 92+ characters loses its digest and two such inputs share one file; fix: cut the "
-                   "stem to 91 characters before adding the digest")
+# ---- the three curate/io/ bugs the corpus found (fixed; tests/test_named_files.py and
+# tests/test_parquet_readers.py hold their focused tests) ------------------------------------------
 def test_two_long_names_that_share_100_characters_get_their_own_files(tmp_path):
     long_a, long_b = ("L" * 150 + tail for tail in ("-first", "-second"))
     inputs = [str(text_pdf(tmp_path / f"{stem}.pdf", f"Document {n}")) for n, stem in enumerate((long_a, long_b))]
@@ -395,24 +385,11 @@ def one_shard_per_root(tmp_path: Path, stage) -> Path:
     return tmp_path / "out"
 
 
-@pytest.mark.xfail(strict=True, raises=pa.ArrowInvalid,
-                   reason="curate/io/rows.py:to_table types a shard's column from the previous shard's schema "
-                   "unless that type IS null; a list column with only empty lists in the first shard is "
-                   "list<null>, so the next shard's pa.array(['a'], list<null>) raises 'Invalid null value' and "
-                   "the run dies (the video_captions recipe: a flush holding only videos without kept clips: "
-                   "spans, captions, notes, decisions). Fix: treat any type containing null as unknown (infer) "
-                   "and promote, e.g. pa.unify_schemas(..., promote_options='permissive')")
 def test_a_list_column_empty_in_the_first_shard_and_filled_later_is_written(tmp_path):
     out = one_shard_per_root(tmp_path, empty_list_first)
     assert [i.value for i in read_items(out, "rows")] == [{"n": 0, "xs": []}, {"n": 1, "xs": ["a"]}]
 
 
-@pytest.mark.xfail(strict=True, reason="curate/io/read.py:read_table reads an output with ds.dataset(d), whose "
-                   "schema is the first fragment's; a first shard holding only FAILED rows has no payload "
-                   "columns (and an all-None column is typed null), so every later shard's payload is dropped "
-                   "(or fails to cast) on read: a hostile input that fails first hides the Markdown of every "
-                   "document. Fix: give ds.dataset the unified schema of all fragments (pa.unify_schemas over "
-                   "each part's schema, promote_options='permissive')")
 def test_payload_columns_survive_a_first_shard_of_failed_rows(tmp_path):
     out = one_shard_per_root(tmp_path, failed_first)
     items = read_items(out, "rows")
