@@ -1,7 +1,7 @@
 """A job for the fault-injection tests and the soak script, run as a real subprocess:
 
     python fault_job.py OUT [--docs N] [--executor ray|local] [--address ADDR] [--resume]
-                            [--faults DIR] [--slow S] [--big]
+                            [--faults DIR] [--slow S] [--big] [--ocr-cpus C --ocr-replicas R]
 
 Documents of 1 to 6 pages; a page is scanned (with --big, a 300 KB image, which Ray keeps in
 the object store of the node that made it, where that node's death loses it), then its OCR
@@ -74,12 +74,13 @@ def join(groups):
     return ["\n".join(p["text"] for p in g) for g in groups]
 
 
-def build():
+def build(ocr_cpus: float = 0.25, ocr_replicas: int = 2):
     Doc = cu.Domain("doc")
     P = Doc.child("page")
     pipe = cu.Pipeline(Doc)
     ps = pipe.source.expand(cu.stage(pages, batch_size=2, num_cpus=0.25), into=P)
-    text = ps.map(cu.stage(scan, batch_size=4, num_cpus=0.25)).map(cu.stage(ocr, batch_size=4, replicas=2, num_cpus=0.25, retries=2, timeout_s=TIMEOUT_S))
+    text = ps.map(cu.stage(scan, batch_size=4, num_cpus=0.25)).map(
+        cu.stage(ocr, batch_size=4, replicas=ocr_replicas, num_cpus=ocr_cpus, retries=2, timeout_s=TIMEOUT_S))
     pipe.output("pages", text, files={"scan": ".bin"})
     pipe.output("docs", text.reduce(cu.stage(join, num_cpus=0.25)), schema={"value": "string"})
     return pipe
@@ -93,6 +94,7 @@ if __name__ == "__main__":
     FAULTS = Path(arg("--faults")) if "--faults" in sys.argv else None
     SLOW_S, BIG = float(arg("--slow", 0.0)), "--big" in sys.argv
     opts = {"address": arg("--address")} if "--address" in sys.argv else {}
-    res = cu.run(build(), range(int(arg("--docs", N_DOCS))), executor=arg("--executor", "ray"), output_dir=sys.argv[1],
+    pool = (float(arg("--ocr-cpus", 0.25)), int(arg("--ocr-replicas", 2)))
+    res = cu.run(build(*pool), range(int(arg("--docs", N_DOCS))), executor=arg("--executor", "ray"), output_dir=sys.argv[1],
                  resume="--resume" in sys.argv, input_batch_size=4, sink_options={"shard_rows": 40}, **opts)
     print("done", res.counts, "restarted", res.metrics.restarted_roots, flush=True)

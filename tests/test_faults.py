@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 import curate as cu
 
@@ -155,7 +156,11 @@ def worker_pid(line: str) -> int | None:
     return int("".join(c for c in _.split(")")[0] if c.isdigit())) if sep else None
 
 
-def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path):
+@pytest.mark.parametrize("pool", [[], ["--ocr-cpus", "0.75", "--ocr-replicas", "3"]], ids=["room-left", "no-room-left"])
+def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path, pool):
+    """room-left: the removed node's actors restart on the nodes left. no-room-left: three OCR
+    actors of 0.75 CPU on three 1-CPU nodes; the removed node's actor cannot be placed again,
+    and the pool finishes the run with the other two (no batch waits on the missing one)."""
     # The cluster lives in its own process (removing a node of a cluster the driver's process
     # started signals that process); its record goes to its own temp dir, not /tmp/ray.
     tmp = tempfile.mkdtemp(prefix="cu-nodes-", dir="/tmp")
@@ -163,7 +168,7 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path):
                              env=dict(env(), RAY_TMPDIR=tmp))
     try:
         address = next(line for line in owner.stdout if line.startswith("ADDRESS")).split()[1]
-        p = start(tmp_path / "out", "--big", "--slow", "0.1", "--address", address)
+        p = start(tmp_path / "out", "--big", "--slow", "0.1", "--address", address, *pool)
         seen = 0
         for line in p.stdout:
             seen += "ran (" in line

@@ -97,10 +97,11 @@ class RayExecutor:
                 driver.step()
                 for g in groups:
                     self._dispatch(driver, g)
-                if not self._flight:
+                if not any(fl.call >= 0 for fl in self._flight.values()):  # pings aside
                     if driver.idle_done():
                         break
-                    continue
+                    if not self._flight:
+                        continue
                 self._wait(driver)
                 if watch.silent_s() > CLUSTER_LOST_S:
                     lost = True
@@ -188,12 +189,13 @@ class RayExecutor:
                 self._ping(g, a, 0)
 
     def _ping(self, g: Group, a: int, failed: int) -> None:
-        """Keep a replaced actor busy until it answers: only then is it the fresh one (a ping
-        that reached the old one before the kill dies with it), so its start-up never counts
-        against the time limit of its next batch."""
+        """Keep a replaced or restarted actor out of work until it answers: only then is it the
+        fresh one (a ping that reached the old one before the kill dies with it), so its
+        start-up never counts against the time limit of its next batch, and an actor Ray cannot
+        place again (its node died, no room left) holds no batch."""
         if failed >= MAX_PINGS:
-            raise CurateError(f"a worker of pool {g.name} was replaced after a timeout but its new "
-                              f"actor did not answer {MAX_PINGS} pings; check the cluster's health")
+            raise CurateError(f"a worker of pool {g.name} was restarted (after a timeout or its death) but "
+                              f"its new actor did not answer {MAX_PINGS} pings; check the cluster's health")
         ping = g.actors[a].ping.remote()
         self._flight[ping] = _Call(g, a, -1, [], None, failed, meta=ping)
         g.flight[a].append(ping)
@@ -204,8 +206,8 @@ class RayExecutor:
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
                 return
-            if g.flight[a] and self._flight[g.flight[a][0]].call < 0:
-                continue  # being replaced: nothing goes to it until the fresh actor answers
+            if any(self._flight[r].call < 0 for r in g.flight[a]):
+                continue  # being replaced or restarted: nothing goes to it until the fresh actor answers
             call = self._pick(sched, g, a)
             if call is None:
                 return
@@ -253,7 +255,7 @@ class RayExecutor:
         mine.remove(ref)
         if running:
             fl.group.since[fl.actor] = time.perf_counter()  # the next call starts now
-        if fl.call < 0:  # a replaced actor's ping: ready once it answers, else ping it again
+        if fl.call < 0:  # a restarted actor's ping: ready once it answers, else ping it again
             try:
                 ray.get(ref)
             except ray.exceptions.RayError:
@@ -284,6 +286,9 @@ class RayExecutor:
             if running:
                 for r in mine:
                     self._flight[r].unstarted = True
+                # No more work for it until its restarted actor answers: after a node loss that
+                # may be never (no room left), and the pool goes on with its other workers.
+                self._ping(fl.group, fl.actor, 0)
             return
         if metas and metas[0][0] == UNBOUND:  # Ray restarted the actor since the run began
             for b in fl.batches:
