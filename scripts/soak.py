@@ -39,6 +39,7 @@ import json
 import os
 import queue
 import random
+import re
 import shutil
 import signal
 import socket
@@ -534,7 +535,7 @@ def drive(rnd: Round, run: RunRecord, end: dict | None, removals: list[dict], cl
         run.outcome = "killed"
         applied["driver_kills"] += 1
         applied["early_kills"] += "early_s" in end
-    elif lost_at is not None and rc == 1 and "ClusterLostError" in stderr:
+    elif lost_at is not None and rc == 1 and last_exception(stderr).endswith("ClusterLostError"):
         run.outcome = "cluster-lost"
         rnd.loss_seconds.append(round(time.monotonic() - lost_at, 1))
     elif lost_at is not None and rc == 1 and "Traceback" not in stderr and (why := ray_end_reason(out.parent, p.pid)):
@@ -550,6 +551,17 @@ def drive(rnd: Round, run: RunRecord, end: dict | None, removals: list[dict], cl
         why = "after its cluster was killed" if lost_at else "no fault ended it"
         rnd.problems.append(f"run {len(rnd.runs) - 1} ended with exit {rc} ({why}):\n    {tail}")
     return seen_all
+
+
+def last_exception(stderr: str) -> str:
+    """The type of the exception a Python process ended with ("" if it printed no traceback)."""
+    if "Traceback (most recent call last)" not in stderr:
+        return ""
+    for x in reversed(stderr.splitlines()):
+        m = re.match(r"([A-Za-z_][\w.]*)(: |$)", x)
+        if m and not x.startswith(("[", "Traceback")):
+            return m.group(1)
+    return ""
 
 
 def ray_end_reason(work: Path, pid: int) -> str:
