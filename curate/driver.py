@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import reprlib
+import sys
+import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
@@ -145,6 +147,7 @@ class Driver:
         self.interrupted = False  # set by a Ctrl-C handler; the next step() flushes and stops
         self.lost: Exception | None = None  # the executor's cluster went away (ClusterLostError)
         self.wake: Callable[[], None] | None = None  # run(): interrupts the run's thread where it blocks
+        self._lost_lock = threading.Lock()  # wake is never called after run() took it away
         self.started = time.perf_counter()
         self.started_wall = time.time()
         self.timeline: list[tuple[int, float, float, int, str]] = []  # (call, start_s, seconds, items, worker)
@@ -170,12 +173,19 @@ class Driver:
         if self.on_start is not None:
             self.on_start()
 
-    def cluster_lost(self, error: Exception) -> None:
-        """Called from the executor's watch thread: the run must end with `error` now, even if
-        its thread is blocked in a call that will never return."""
-        self.lost = error
-        if self.wake is not None:
-            self.wake()
+    def cluster_lost(self, error: Exception, wake: bool = True) -> None:
+        """The executor's cluster is gone (called from its watch thread, or its own thread): the
+        run must end with `error` now, even where its thread is blocked in a call that will
+        never return (`wake`). Python's own excepthook comes back at once: Ray's would report
+        the exception to the dead cluster and wait forever."""
+        with self._lost_lock:
+            if self.lost is not None:
+                return
+            self.lost = error
+            if sys.excepthook is not sys.__excepthook__:
+                sys.excepthook = sys.__excepthook__
+            if wake and self.wake is not None:
+                self.wake()
 
     def record_batch(self, call: int, start_wall: float, seconds: float, items: int, worker: str) -> None:
         """Note one batch's run for the report's timeline (up to MAX_TIMELINE_EVENTS)."""

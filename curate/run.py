@@ -168,7 +168,7 @@ def _ctrl_c(driver: Driver):
         return
 
     def ask(signum, frame):
-        if driver.lost is not None:  # the watch thread's wake-up: the cluster is gone
+        if driver.lost is not None:  # the watch thread's wake-up (sent once): the cluster is gone
             raise driver.lost
         if driver.interrupted:
             signal.signal(signal.SIGINT, previous)
@@ -180,5 +180,9 @@ def _ctrl_c(driver: Driver):
     try:
         yield
     finally:
-        driver.wake = None
-        signal.signal(signal.SIGINT, previous)
+        with driver._lost_lock:  # from here on the watch thread sends no signal
+            driver.wake = None
+        try:
+            pass  # a wake-up sent just before is handled here, by `ask`, not by Python's default
+        finally:
+            signal.signal(signal.SIGINT, previous)

@@ -33,6 +33,10 @@ COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost esti
 MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
 
 
+class WorkerGone(CurateError):
+    """A restarted worker never came back (its pings failed): the cluster is failing."""
+
+
 @dataclass
 class _Call:
     """One Ray call in flight (`call` -1: a ping to an actor being replaced)."""
@@ -83,7 +87,7 @@ class RayExecutor:
         self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self._lost(s)))
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
-        clean = lost = False
+        clean = False
         try:
             # Wait until every actor is up, so the run's start-up and execution phases are told
             # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
@@ -102,25 +106,22 @@ class RayExecutor:
                         break
                     if not self._flight:
                         continue
-                self._wait(driver)
-                if watch.silent_s() > CLUSTER_LOST_S:
-                    lost = True
-                    raise self._lost(watch.silent_s())
+                self._wait(driver)  # the watch raises ClusterLostError here (driver.heartbeat/wake)
             clean = True
             _measure_memory(groups)
-        except ray.exceptions.RayError:
+        except BaseException as exc:
             # A call into Ray that failed because the cluster is going away (the writer actor
-            # died with its node) is the lost cluster, not a problem of its own.
-            if not watch.gone_within(CLUSTER_LOST_S):
-                raise
-            lost = True
-            raise self._lost(watch.silent_s()) from None
-        except ClusterLostError:
-            lost = True
+            # died with its node, restarted workers never answer) is the lost cluster; so is
+            # whatever the watch's wake-up interrupted (Ray's wait reports it as a SystemError).
+            if (driver.lost is None and isinstance(exc, (ray.exceptions.RayError, WorkerGone))
+                    and watch.gone_within(CLUSTER_LOST_S)):
+                driver.cluster_lost(self._lost(watch.silent_s()), wake=False)
+            if driver.lost is not None and exc is not driver.lost:
+                raise driver.lost from None
             raise
         finally:
             watch.close()
-            if lost:  # nothing to release: its actors went with the cluster (and Ray's calls would block)
+            if driver.lost is not None:  # its actors went with the cluster (and Ray's calls would block)
                 self.groups, self._store = [], None
                 self.warm.actors.clear()
                 forget_lost_cluster()
@@ -194,8 +195,8 @@ class RayExecutor:
         start-up never counts against the time limit of its next batch, and an actor Ray cannot
         place again (its node died, no room left) holds no batch."""
         if failed >= MAX_PINGS:
-            raise CurateError(f"a worker of pool {g.name} was restarted (after a timeout or its death) but "
-                              f"its new actor did not answer {MAX_PINGS} pings; check the cluster's health")
+            raise WorkerGone(f"a worker of pool {g.name} was restarted (after a timeout or its death) but "
+                             f"its new actor did not answer {MAX_PINGS} pings; check the cluster's health")
         ping = g.actors[a].ping.remote()
         self._flight[ping] = _Call(g, a, -1, [], None, failed, meta=ping)
         g.flight[a].append(ping)

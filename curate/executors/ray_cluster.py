@@ -291,13 +291,10 @@ SHUTDOWN_WAIT_S = 10.0  # how long a lost cluster's clean-up may take before the
 
 
 def forget_lost_cluster() -> None:
-    """After the cluster went away: put back Python's own excepthook (Ray's reports an uncaught
-    exception to the cluster first, and would wait forever for the dead one) and disconnect
-    Ray without letting its shutdown hold the process."""
+    """After the cluster went away: disconnect Ray without letting its shutdown (which may wait
+    for the dead cluster) hold the process."""
     import ray
 
-    if sys.excepthook is not sys.__excepthook__:
-        sys.excepthook = sys.__excepthook__
     t = threading.Thread(target=ray.shutdown, name="curate-ray-shutdown", daemon=True)
     t.start()
     t.join(SHUTDOWN_WAIT_S)
