@@ -182,16 +182,34 @@ def pdf_line(key: str) -> str:
     return f"Hostile name {key}: the quick brown fox jumps over the lazy dog."
 
 
+def _shared_and_good(tmp: Path, folder: Path, shared: dict, good) -> list[Hostile]:
+    """The corpus's files from ../shared/data: the malformed ones, and good ones run beside them."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    out = [Hostile(f"shared:{name}", folder / name, status, words, f"../shared/data/{folder.name}")
+           for name, (status, words) in shared.items()]
+    out += [Hostile(f"good:{name}", folder / name, "present", (), "a good input beside the hostile ones") for name in good]
+    return out
+
+
+def _link_cases(tmp: Path, ext: str) -> list[Hostile]:
+    """A symlink loop, a dangling link, a directory and a named pipe, each named like an input."""
+    links = _links(tmp, ext)
+    return [Hostile("symlink_loop", links["loop"], "failed",
+                    ("symlink loop", f"loop_a{ext} -> loop_b -> loop_a{ext}", "replace the link"),
+                    f"loop_a{ext} -> loop_b -> loop_a{ext}"),
+            Hostile("dangling", links["dangling"], "failed", ("dangling symlink", f"nowhere/gone{ext}"),
+                    "a symlink to nothing"),
+            Hostile("dir", links["dir"], "failed", ("is a directory", "give the files inside it"),
+                    f"a directory named dir{ext}"),
+            Hostile("fifo", links["fifo"], "failed", ("not a regular file but a named pipe", "give the"),
+                    f"a named pipe named pipe{ext}")]
+
+
 def pdf_corpus(tmp: Path) -> tuple[list[Hostile], list[str]]:
     """(the corpus, the --input arguments that give it to one run: a recursive glob over `tmp`,
     the shared files, and what a glob leaves out by design: the directory, and a path with a
     `..` component)."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    out: list[Hostile] = []
-    for name, (status, words) in SHARED_PDFS.items():
-        out.append(Hostile(f"shared:{name}", PDFS / name, status, words, "../shared/data/pdfs"))
-    for name in GOOD_PDFS:
-        out.append(Hostile(f"good:{name}", PDFS / name, "present", (), "a good input beside the hostile ones"))
+    out = _shared_and_good(tmp, PDFS, SHARED_PDFS, GOOD_PDFS)
 
     (tmp / "empty.pdf").write_bytes(b"")
     out.append(Hostile("empty", tmp / "empty.pdf", "failed", ("the file is empty (0 bytes)", "export it again")))
@@ -215,15 +233,7 @@ def pdf_corpus(tmp: Path) -> tuple[list[Hostile], list[str]]:
     text_pdf(dotdot, pdf_line("dotdot_path"))
     out.append(Hostile("name:dotdot_path", dotdot, "present", (), "a path with a '..' component"))
 
-    links = _links(tmp, ".pdf")
-    out.append(Hostile("symlink_loop", links["loop"], "failed", ("symlink loop", "loop_a.pdf -> loop_b -> loop_a.pdf", "replace the link"),
-                       "loop_a.pdf -> loop_b -> loop_a.pdf"))
-    out.append(Hostile("dangling", links["dangling"], "failed", ("dangling symlink", "nowhere/gone.pdf"),
-                       "a symlink to nothing"))
-    out.append(Hostile("dir", links["dir"], "failed", ("is a directory", "give the files inside it"),
-                       "a directory named dir.pdf"))
-    out.append(Hostile("fifo", links["fifo"], "failed", ("not a regular file but a named pipe", "give the"),
-                       "a named pipe named pipe.pdf"))
+    out += _link_cases(tmp, ".pdf")
     return out, _inputs(tmp, "*.pdf", [PDFS / n for n in [*SHARED_PDFS, *GOOD_PDFS]], out)
 
 
@@ -254,12 +264,7 @@ def lying_mkv(path: Path, claimed_s: float, seconds: float = 3.0, fps: int = 10)
 
 def video_corpus(tmp: Path) -> tuple[list[Hostile], list[str]]:
     """(the corpus, the --input arguments that give it to one run), like `pdf_corpus`."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    out: list[Hostile] = []
-    for name, (status, words) in SHARED_VIDEOS.items():
-        out.append(Hostile(f"shared:{name}", VIDEOS / name, status, words, "../shared/data/videos"))
-    for name in GOOD_VIDEOS:
-        out.append(Hostile(f"good:{name}", VIDEOS / name, "present", (), "a good input beside the hostile ones"))
+    out = _shared_and_good(tmp, VIDEOS, SHARED_VIDEOS, GOOD_VIDEOS)
 
     (tmp / "empty.mp4").write_bytes(b"")
     out.append(Hostile("empty", tmp / "empty.mp4", "failed", ("the file is empty (0 bytes)", "again")))
@@ -281,13 +286,5 @@ def video_corpus(tmp: Path) -> tuple[list[Hostile], list[str]]:
     for key, stem in {**ODD_NAMES, "long_name": _long_stem(".mkv")}.items():
         out.append(Hostile(f"name:{key}", write_video(tmp / f"{stem}.mkv", list(pattern(12, (64, 48))), fps=10,
                                                       size=(64, 48)), "present", (), "odd file name"))
-    links = _links(tmp, ".mp4")
-    out.append(Hostile("symlink_loop", links["loop"], "failed", ("symlink loop", "loop_a.mp4 -> loop_b -> loop_a.mp4", "replace the link"),
-                       "loop_a.mp4 -> loop_b -> loop_a.mp4"))
-    out.append(Hostile("dangling", links["dangling"], "failed", ("dangling symlink", "nowhere/gone.mp4"),
-                       "a symlink to nothing"))
-    out.append(Hostile("dir", links["dir"], "failed", ("is a directory", "give the files inside it"),
-                       "a directory named dir.mp4"))
-    out.append(Hostile("fifo", links["fifo"], "failed", ("not a regular file but a named pipe", "give the"),
-                       "a named pipe named pipe.mp4"))
+    out += _link_cases(tmp, ".mp4")
     return out, _inputs(tmp, "*.m[pk][4v]", [VIDEOS / n for n in [*SHARED_VIDEOS, *GOOD_VIDEOS]], out)

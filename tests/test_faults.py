@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from kills import sigkill_after
 
 import curate as cu
 
@@ -103,16 +104,8 @@ def test_driver_killed_five_times_in_a_row_then_resumed_gives_the_rows_of_a_clea
     out, rng = tmp_path / "out", random.Random(12)
     for k in range(5):
         p = start(out, "--slow", "0.1", *(["--resume"] if k else []))
-        at, seen = rng.randint(1, 8), 0
-        for line in p.stdout:  # SIGKILL after a random number of OCR batches of this run
-            seen += "ran (" in line
-            if seen >= at:
-                p.send_signal(signal.SIGKILL)
-                break
-        p.wait(timeout=120)
-        p.stdout.close()
-        p.stderr.close()
-        assert p.returncode == -signal.SIGKILL, f"run {k} ended before its kill"
+        # SIGKILL after a random number of OCR batches of this run
+        assert sigkill_after(p, rng.randint(1, 8), "ran (") == -signal.SIGKILL, f"run {k} ended before its kill"
     finish(out, "--resume")
     assert_clean(out)
     import json

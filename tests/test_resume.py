@@ -5,13 +5,13 @@ each crash window; refusing to mix runs."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from kills import sigkill_after
 
 import curate as cu
 from curate.io.commits import CommitLog, write_json_atomic
@@ -34,16 +34,7 @@ def finish(out: Path, *extra: str) -> str:
 def kill_after(out: Path, batches: int, *extra: str) -> None:
     """Start the job and SIGKILL it once it has run `batches` OCR batches (read from its
     stdout, so the kill lands while it is working, whatever the machine's speed)."""
-    p = start(out, *extra)
-    seen = 0
-    for line in p.stdout:
-        seen += "ran " in line  # on Ray, worker lines arrive prefixed with the worker
-        if seen >= batches:
-            p.send_signal(signal.SIGKILL)
-            break
-    p.wait(timeout=60)
-    p.stdout.close()
-    p.stderr.close()
+    sigkill_after(start(out, *extra), batches)
 
 
 def rows(out: Path) -> dict[str, list[dict]]:
