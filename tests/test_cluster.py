@@ -132,21 +132,26 @@ def test_a_stale_auto_record_is_named_as_such(monkeypatch):
 
 def test_a_token_cluster_refuses_without_its_token_and_the_run_says_so_then_joins_with_it(tmp_path, reference):
     token = secrets.token_hex(16)
-    with head(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token) as (address, _):
-        refused = job(tmp_path / "a", "--address", address)
+    with_file = tmp_path / "home-with-token"  # `ray get-auth-token` saved there, RAY_AUTH_MODE unset
+    (with_file / ".ray").mkdir(parents=True)
+    (with_file / ".ray" / "auth_token").write_text(token)
+    with head(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token, HOME=tempfile.mkdtemp()) as (address, _):
+        refused = job(tmp_path / "a", "--address", address, env=clean_env(HOME=tempfile.mkdtemp()))
         assert refused.returncode != 0
         assert "uses token authentication" in refused.stderr and "RAY_AUTH_MODE=token" in refused.stderr
         assert "no Ray cluster" not in refused.stderr  # the false "nothing there" of ray.init
         joined = job(tmp_path / "b", "--address", address, "--progress",
                      env=clean_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token))
         assert joined.returncode == 0, joined.stderr[-3000:]
+        by_file = job(tmp_path / "c", "--address", address, env=clean_env(HOME=str(with_file)))
+        assert by_file.returncode == 0, by_file.stderr[-3000:]  # the token on disk is used, as "auto" would
     assert "running on the Ray cluster at" in joined.stderr and "(1 node: 2 CPU, 0 GPU" in joined.stderr
     (entry,) = runs(tmp_path / "b")
     assert entry["status"] == "completed"
     assert entry["cluster"]["how"] == "joined" and entry["cluster"]["nodes"] == 1
     assert entry["cluster"]["address"].endswith(":" + address.rpartition(":")[2])
     assert entry["cluster"]["resources"]["CPU"] == 2
-    assert rows(tmp_path / "b") == rows(reference)
+    assert rows(tmp_path / "b") == rows(reference) == rows(tmp_path / "c")
 
 
 def test_a_cluster_that_dies_mid_run_ends_it_with_our_error_and_resume_completes_it(tmp_path, long_reference):

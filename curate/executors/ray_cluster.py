@@ -139,22 +139,39 @@ def preflight(address: str) -> str:
     return address
 
 
-def _check_token(address: str) -> None:
-    """A cluster started with RAY_AUTH_MODE=token refuses a process without its token, which
-    `ray.init` reports as "no cluster" after 20 s of warnings: say what to set instead."""
+def _refused(address: str) -> bool:
+    """Whether the cluster's GCS refuses this process's credentials."""
     from ray._raylet import GcsClient
 
     try:
         GcsClient(address=address)
     except Exception as exc:  # noqa: BLE001 - only the authentication refusal is ours to explain
-        if type(exc).__name__ != "AuthenticationError":
-            return
-        mode = os.environ.get("RAY_AUTH_MODE", "disabled")
-        raise CurateError(f"the Ray cluster at {address} uses token authentication (it was started with "
-                          f"RAY_AUTH_MODE=token) and refused this process (RAY_AUTH_MODE is {mode!r} here): set "
-                          "RAY_AUTH_MODE=token, and the cluster's token in RAY_AUTH_TOKEN, in a file named by "
-                          "RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token (`ray get-auth-token` on the head node "
-                          "prints it)") from None
+        return type(exc).__name__ == "AuthenticationError"
+    return False
+
+
+def _check_token(address: str) -> None:
+    """A cluster with token authentication (`RAY_AUTH_MODE=token`, which `ray start` also turns on
+    by itself when ~/.ray/auth_token exists, as Ray 2.60 writes one at every local `ray.init`)
+    refuses a process without its token, and `ray.init` reports that as "no cluster" after 20 s
+    of warnings. With RAY_AUTH_MODE unset and a token at hand (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH,
+    ~/.ray/auth_token), use it, as Ray does for address="auto"; otherwise say what to set."""
+    if not _refused(address):
+        return
+    mode = os.environ.get("RAY_AUTH_MODE")
+    if mode is None:
+        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+        from ray._raylet import AuthenticationTokenLoader
+
+        if AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+            _enable_token_auth()  # this process (and the workers it starts) now present the token
+            if not _refused(address):
+                return
+    raise CurateError(f"the Ray cluster at {address} uses token authentication and refused this "
+                      f"process (RAY_AUTH_MODE is {mode or 'unset'!r} here, and no token it accepts was found): set "
+                      "RAY_AUTH_MODE=token, and the cluster's token in RAY_AUTH_TOKEN, in a file named by "
+                      "RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token (`ray get-auth-token` on the head node "
+                      "prints it)")
 
 
 class GcsWatch:
