@@ -8,6 +8,7 @@ record of them is left in /tmp/ray), stopped by the test."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -37,6 +38,7 @@ def free_port() -> int:
 
 
 HOME = tempfile.mkdtemp(prefix="cu-home-")  # `ray start` turns token auth on if ~/.ray/auth_token exists
+atexit.register(shutil.rmtree, HOME, True)
 
 
 def clean_env(**extra: str) -> dict:
@@ -135,8 +137,10 @@ def test_a_token_cluster_refuses_without_its_token_and_the_run_says_so_then_join
     with_file = tmp_path / "home-with-token"  # `ray get-auth-token` saved there, RAY_AUTH_MODE unset
     (with_file / ".ray").mkdir(parents=True)
     (with_file / ".ray" / "auth_token").write_text(token)
-    with head(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token, HOME=tempfile.mkdtemp()) as (address, _):
-        refused = job(tmp_path / "a", "--address", address, env=clean_env(HOME=tempfile.mkdtemp()))
+    (tmp_path / "home-head").mkdir()
+    (tmp_path / "home-without").mkdir()
+    with head(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token, HOME=str(tmp_path / "home-head")) as (address, _):
+        refused = job(tmp_path / "a", "--address", address, env=clean_env(HOME=str(tmp_path / "home-without")))
         assert refused.returncode != 0
         assert "uses token authentication" in refused.stderr and "RAY_AUTH_MODE=token" in refused.stderr
         assert "no Ray cluster" not in refused.stderr  # the false "nothing there" of ray.init
@@ -227,8 +231,12 @@ cluster.shutdown()
 
 
 def test_gpu_pools_get_one_actor_per_gpu_spread_over_the_nodes(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", SPREAD_SCRIPT], capture_output=True, text=True, timeout=300,
-                          env=clean_env(RAY_TMPDIR=tempfile.mkdtemp(prefix="cu-gpu-", dir="/tmp")))
+    ray_tmp = tempfile.mkdtemp(prefix="cu-gpu-", dir="/tmp")  # short: Ray's socket paths live there
+    try:
+        proc = subprocess.run([sys.executable, "-c", SPREAD_SCRIPT], capture_output=True, text=True, timeout=300,
+                              env=clean_env(RAY_TMPDIR=ray_tmp))
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "NODES 2 GPUS ['0']" in proc.stdout  # two actors, two nodes, each pinned to its node's GPU
     refused = next(line for line in proc.stdout.splitlines() if line.startswith("REFUSED"))
