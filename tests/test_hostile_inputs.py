@@ -155,11 +155,16 @@ def test_every_hostile_pdf_is_one_row_failed_with_its_cause_or_present(pdf_runs)
     assert len(run["tables"]["documents"]) == len(corpus)
 
 
-def test_nothing_is_written_outside_the_output_directory(pdf_runs):
-    _, run, _ = pdf_runs
+def assert_nothing_outside(run: dict) -> None:
+    """The listings beside the corpus and of ../shared/data changed only under out/."""
     corpus_side, shared = run["outside"]
     assert [p for p in corpus_side if p != "out" and not p.startswith("out/")] == []
     assert shared == []
+
+
+def test_nothing_is_written_outside_the_output_directory(pdf_runs):
+    _, run, _ = pdf_runs
+    assert_nothing_outside(run)
     out = run["out"].resolve()
     files = [r["markdown"] for r in run["tables"]["documents"] if r["status"] == "present"]
     assert len(set(files)) == len(files)  # one file per document
@@ -262,9 +267,7 @@ def test_every_hostile_video_is_one_row_failed_with_its_cause_or_present(video_r
 
 def test_no_video_output_is_written_outside_the_output_directory(video_runs):
     _, run, _ = video_runs
-    corpus_side, shared = run["outside"]
-    assert [p for p in corpus_side if p != "out" and not p.startswith("out/")] == []
-    assert shared == []
+    assert_nothing_outside(run)
     out = (run["out"] / "clips").resolve()
     named = [r["clip_file"] for r in run["tables"]["clips"] if r["clip_file"]]
     assert named and len(set(named)) == len(named)

@@ -276,8 +276,8 @@ class Scheduler(PrefetchCap):
             return False
         node, again = self._call_node[b.call], []
         for key, gone in zip(b.keys, lost):
-            self._retry_state(b.call, key)[0] += 1
             if not gone:
+                self._retry_state(b.call, key)[0] += 1
                 again.append(key)
                 continue
             self._retry.pop((b.call, key), None)

@@ -42,7 +42,7 @@ class ClusterInfo:
     def describe(self) -> str:
         what = {"private": "a private local Ray", "joined": "the Ray cluster",
                 "existing": "the Ray this process had initialised"}[self.how]
-        res = ", ".join(f"{_num(self.resources.get(k, 0))} {k}" for k in ("CPU", "GPU"))
+        res = ", ".join(f"{self.resources.get(k, 0):g} {k}" for k in ("CPU", "GPU"))
         mem = self.resources.get("memory", 0) / 2**30
         return (f"{what} at {self.address} ({self.nodes} node{'s' if self.nodes != 1 else ''}: "
                 f"{res}, {mem:.1f} GiB memory)")
@@ -50,10 +50,6 @@ class ClusterInfo:
     def to_dict(self) -> dict:
         return {"address": self.address, "how": self.how, "nodes": self.nodes,
                 "resources": {k: v for k, v in sorted(self.resources.items()) if not k.startswith("node:")}}
-
-
-def _num(v: float) -> str:
-    return f"{v:g}"
 
 
 def cluster_info(how: str) -> ClusterInfo:
@@ -77,16 +73,17 @@ class Demand:
     per_actor: dict[str, float]
 
 
-_HOW: list[str] = []  # how connect() got the Ray this process uses ("private" or "joined")
+_how: str | None = None  # how connect() got the Ray this process uses ("private" or "joined")
 
 
 def connect(address: str | None, ray_init: dict | None) -> ClusterInfo:
     """Use the running Ray, join `address` (or RAY_ADDRESS), or start a private local one.
     Returns which Ray the run uses."""
+    global _how
     import ray
 
     if ray.is_initialized():
-        return cluster_info(_HOW[-1] if _HOW else "existing")
+        return cluster_info(_how or "existing")
     opts = dict(RAY_INIT_DEFAULTS, **(ray_init or {}))
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
@@ -97,7 +94,7 @@ def connect(address: str | None, ray_init: dict | None) -> ClusterInfo:
         except ConnectionError as exc:
             raise CurateError(f"no Ray cluster at {address!r} ({exc}); start one there with `ray start "
                               "--head`, or use --address local (address='local') for a private local Ray") from None
-        _HOW[:] = ["joined"]
+        _how = "joined"
     else:
         # Local workers start with this interpreter but not with this process's sys.path: give
         # them the same path so stages defined in the user's own modules import there too.
@@ -107,8 +104,8 @@ def connect(address: str | None, ray_init: dict | None) -> ClusterInfo:
         # "local": a private Ray for this process, never a cluster some earlier `ray start`
         # recorded on the machine (join one with address="auto" or HOST:PORT).
         ray.init(address="local", runtime_env=dict(env, env_vars=env_vars), **opts)
-        _HOW[:] = ["private"]
-    return cluster_info(_HOW[-1])
+        _how = "private"
+    return cluster_info(_how)
 
 
 def preflight(address: str) -> str:
@@ -128,15 +125,22 @@ def preflight(address: str) -> str:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise CurateError(f"Ray address {address!r} is not HOST:PORT; pass e.g. 10.0.0.1:6379, 'auto' or 'local'")
-    try:
-        socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S).close()
-    except OSError as exc:
+    if (exc := _unreachable((host, int(port)))) is not None:
         stale = "; if that cluster was stopped, `ray stop` clears the stale record" if where else ""
         raise CurateError(f"no Ray cluster answers at {address}{where}: {exc.strerror or exc}{stale}; start one "
                           f"with `ray start --head --port={port}`, pass the address of a running one, or use "
                           "--address local (address='local') for a private local Ray") from None
     _check_token(address)
     return address
+
+
+def _unreachable(target: tuple[str, int]) -> OSError | None:
+    """Why a TCP connection to a GCS port fails (None: it accepts), within PROBE_TIMEOUT_S."""
+    try:
+        socket.create_connection(target, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        return exc
+    return None
 
 
 def _refused(address: str) -> bool:
@@ -197,9 +201,7 @@ class GcsWatch:
 
     def answers(self) -> bool:
         """Probe now (the caller waits up to PROBE_TIMEOUT_S)."""
-        try:
-            socket.create_connection(self._target, timeout=PROBE_TIMEOUT_S).close()
-        except OSError:
+        if _unreachable(self._target) is not None:
             return False
         self._last_ok = time.monotonic()
         return True
