@@ -20,7 +20,9 @@ position), `curate:cross-fifo` (mixed, FIFO; the prefetch cap off in these three
 service or a batch driver looping over shards sees after its first run.
 
 Timed: `end_to_end_s` from the call (before any actor exists) to the last upload; `execution_s`
-from the moment every actor is up (curate, rayorch; None where a system cannot tell);
+from the moment work begins: for rayorch once every actor is up, for curate once its first actor
+answered (its other actors start while the first work, in the order the pipeline needs them;
+`workers_ready_s` says when the last one answered), None where a system cannot tell;
 `first_doc_s` and p50/p95 document latency from each document's upload stamp. Not timed: Ray's
 own start, the warm-up, the correctness check.
 
@@ -117,6 +119,7 @@ def run_curate(counts: list[int], costs, variant: str = "defaults") -> dict:
     m = res.metrics
     lat = [stamp - t0 for _, stamp in res.values("uploaded")]
     return {"end_to_end_s": end - t0, "execution_s": m.execution_s, "startup_s": m.startup_s,
+            "workers_ready_s": m.workers_ready_s,
             "first_doc_s": min(lat), "p50_doc_s": quantile(lat, 0.5), "p95_doc_s": quantile(lat, 0.95),
             "docs": len(md), "ok": all(x == expected(d, n) for d, (x, n) in enumerate(zip(md, counts))),
             "ocr_batches": m.calls["Ocr"].batches, "ocr_fill": m.calls["Ocr"].batch_fill,

@@ -55,14 +55,15 @@ class RunMetrics:
     roots: int
     stale_reports: int
     restarted_roots: int = 0  # roots run again from their input after a payload was lost with a node
-    startup_s: float = 0.0  # executor start-up within wall_s (Ray: actors starting)
+    startup_s: float = 0.0  # executor start-up within wall_s (Ray: until the first actor answered and work began)
+    workers_ready_s: float | None = None  # Ray: until every actor answered; the pools' later actors start while the first work
     driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
     writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
     timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
 
     @property
     def execution_s(self) -> float:
-        """Wall time once every worker was up."""
+        """Wall time once work began (Ray: the first actor answered; the others join as they come up)."""
         return self.wall_s - self.startup_s
 
     @property
@@ -73,8 +74,8 @@ class RunMetrics:
     def to_dict(self) -> dict:
         """Plain JSON-able form (what `metrics.json` holds and the run report reads)."""
         return {
-            "wall_s": self.wall_s, "startup_s": self.startup_s, "first_root_s": self.first_root_s,
-            "roots": self.roots, "stale_reports": self.stale_reports, "restarted_roots": self.restarted_roots,
+            "wall_s": self.wall_s, "startup_s": self.startup_s, "workers_ready_s": self.workers_ready_s,
+            "first_root_s": self.first_root_s, "roots": self.roots, "stale_reports": self.stale_reports, "restarted_roots": self.restarted_roots,
             "grains": self.grains,
             "driver_peak_rss": self.driver_peak_rss, "writer_peak_rss": self.writer_peak_rss,
             "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
@@ -84,7 +85,8 @@ class RunMetrics:
 
     def summary(self) -> str:
         first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
-        lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s); "
+        ready = "" if self.workers_ready_s is None else f", every worker up at {self.workers_ready_s:.3f}s"
+        lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s{ready}); "
                  f"first root done at {first}"
                  + (f"; {self.restarted_roots} root(s) run again after payloads were lost with a node"
                     if self.restarted_roots else ""),
@@ -121,5 +123,6 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
     timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
     return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      restarted_roots=driver.restarted_roots, startup_s=driver.startup_s, timeline=timeline, driver_peak_rss=peak_rss(),
+                      restarted_roots=driver.restarted_roots, startup_s=driver.startup_s,
+                      workers_ready_s=driver.workers_ready_s, timeline=timeline, driver_peak_rss=peak_rss(),
                       writer_peak_rss=getattr(driver.sink, "writer_peak_rss", 0))

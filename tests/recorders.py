@@ -74,3 +74,30 @@ class RayRecorder:
         import ray
 
         return RayRecorder(ray.remote(num_cpus=0)(_Log).remote())
+
+
+class _Barrier:
+    """The body of a Ray barrier actor: `arrive` returns once `n` callers have arrived. An async
+    actor, so callers waiting do not block the ones arriving."""
+
+    def __init__(self, n: int):
+        import asyncio
+
+        self.n, self.count, self.event = n, 0, asyncio.Event()
+
+    async def arrive(self, timeout_s: float) -> int:
+        import asyncio
+
+        self.count += 1
+        if self.count >= self.n:
+            self.event.set()
+        await asyncio.wait_for(self.event.wait(), timeout_s)
+        return self.count
+
+
+def ray_barrier(n: int):
+    """A Ray actor whose `arrive.remote(timeout_s)` returns once `n` calls arrived (from any
+    workers): a stage that must not finish before another worker joins waits on it."""
+    import ray
+
+    return ray.remote(num_cpus=0)(_Barrier).remote(n)

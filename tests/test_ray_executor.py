@@ -254,8 +254,19 @@ def test_parquet_output_on_ray_writes_payloads_without_the_driver_fetching_them(
 
 
 def test_metrics_report_the_peak_memory_of_the_driver_and_each_actor():
+    import ray
+
+    from recorders import ray_barrier
+
+    barrier = ray_barrier(2)  # each actor's first batch waits for the other's: both must have run
+
     class Model:
+        def __init__(self):
+            self.met = False
+
         def __call__(self, ps):
+            if not self.met:
+                self.met = ray.get(barrier.arrive.remote(120)) >= 2
             return [p.upper() for p in ps]
 
     res = cu.run(build(cu.stage(Model, batch_size=2, replicas=2)), paged(4), executor="ray")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 
 import ray
@@ -31,6 +32,12 @@ BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch,
 MAX_BUNDLE = 64  # batches per Ray call, whatever their cost
 COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost estimate
 MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
+PING, BIND = -1, -2  # the `call` of a ping to a restarted actor, and of a new actor's first call
+# New actors start in the order the pipeline needs them (every pool's first replica, upstream
+# first, then every pool's second...), at most this many per CPU of the cluster at once: starting
+# a worker process is CPU-bound (importing Ray alone is ~0.9 CPU-seconds), so starting more at
+# once than there are CPUs only makes every one of them late, and the first pools wait for the last.
+STARTING_PER_CPU = 1.0
 
 
 class WorkerGone(CurateError):
@@ -39,7 +46,8 @@ class WorkerGone(CurateError):
 
 @dataclass
 class _Call:
-    """One Ray call in flight (`call` -1: a ping to an actor being replaced)."""
+    """One Ray call in flight (`call` PING: a ping to an actor being replaced; BIND: a new or
+    warm actor told which Calls it serves in this run)."""
 
     group: Group
     actor: int
@@ -87,28 +95,26 @@ class RayExecutor:
         self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self._lost(s)))
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
+        self._startup(driver, groups, store)
         clean = False
         try:
-            # Wait until every actor is up, so the run's start-up and execution phases are told
-            # apart (RunMetrics.startup_s); the first batches could not start any earlier anyway.
-            self.warm.bind(groups, self._run)
             replicas = getattr(driver.sched, "replicas", None)  # what admission plans with
             for g in groups:
                 for p in g.pools if replicas is not None else ():
                     replicas[p] = g.replicas
-            driver.started_workers(store)
             while True:
-                driver.step()
-                for g in groups:
-                    self._dispatch(driver, g)
-                if not any(fl.call >= 0 for fl in self._flight.values()):  # pings aside
-                    if driver.idle_done():
-                        break
-                    if not self._flight:
-                        continue
+                if self._up:  # work begins with the first actor that answered
+                    driver.step()
+                    for g in groups:
+                        self._dispatch(driver, g)
+                    if not any(fl.call >= 0 for fl in self._flight.values()):  # pings and binds aside
+                        if driver.idle_done():
+                            break
+                        if not self._flight:
+                            continue
                 self._wait(driver)  # the watch raises ClusterLostError here (driver.heartbeat/wake)
             clean = True
-            _measure_memory(groups)
+            _measure_memory(groups, self._flight)
         except BaseException as exc:
             # A call into Ray that failed because the cluster is going away (the writer actor
             # died with its node, restarted workers never answer) is the lost cluster; so is
@@ -140,6 +146,54 @@ class RayExecutor:
             "crashed or unreachable); the run stops here, every input committed so far stays committed, and "
             "running it again with --resume (resume=True) on a live cluster continues it")
 
+    def _startup(self, driver, groups: list[Group], store) -> None:
+        """Bind the warm actors and start the first new ones; the loop takes each actor into
+        work as it answers (`_bound`), so the first pools work while the last still start."""
+        self._startup_store, self._up, self._starting = store, 0, 0
+        self._pending = deque(sorted(((a, i) for i, g in enumerate(groups) for a, x in enumerate(g.actors)
+                                      if x is None), key=lambda t: (t[0], t[1])))
+        self._start_cap = max(1, math.floor(self.cluster.resources.get("CPU", 0.0) * STARTING_PER_CPU))
+        for g in groups:
+            for a, actor in enumerate(g.actors):
+                if actor is not None:
+                    self._bind(g, a)
+        self._launch()
+
+    def _launch(self) -> None:
+        """Start new actors, up to the cap of actors starting at once."""
+        while self._pending and self._starting < self._start_cap:
+            a, i = self._pending.popleft()
+            g = self.groups[i]
+            g.actors[a] = g.remote.remote(g.target, g.init)
+            self._starting += 1
+            self._bind(g, a, new=True)
+
+    def _bind(self, g: Group, a: int, new: bool = False) -> None:
+        ref = g.actors[a].bind.remote(self._run, g.fns)
+        self._flight[ref] = _Call(g, a, BIND, [], None, pings=int(new), meta=ref)
+        g.flight[a].append(ref)
+        g.since[a] = time.perf_counter()
+
+    def _bound(self, driver, fl: _Call, ref) -> None:
+        """An actor answered its bind: it takes work from now on. An actor that cannot even
+        start (its stage does not unpickle on the worker, a runtime_env fails) stops the run
+        with the reason, since no item of its Calls could ever run."""
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            raise CurateError(
+                f"workers could not start: pool {fl.group.name}: {str(exc).strip().splitlines()[-1]}. Stages must "
+                "be importable on the workers: define them in an installed module or the driver script, or ship "
+                "code with ray_init={'runtime_env': ...}") from None
+        if fl.pings:  # a new actor: the next one may start
+            self._starting -= 1
+            self._launch()
+        self._up += 1
+        if self._up == 1:
+            driver.started_workers(self._startup_store)
+        if self._up == sum(len(g.actors) for g in self.groups) and not self._pending:
+            driver.workers_ready_s = time.perf_counter() - driver.started
+
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
         limit), then replace the actors whose running batch is past its limit."""
@@ -153,7 +207,7 @@ class RayExecutor:
         for ref in done:
             fl = self._flight.pop(ref, None)
             if fl is not None:
-                self._apply(driver.sched, ref, fl)
+                self._apply(driver, ref, fl)
         if deadline is not None and time.perf_counter() >= deadline:
             self._expire(driver.sched)
 
@@ -198,7 +252,7 @@ class RayExecutor:
             raise WorkerGone(f"a worker of pool {g.name} was restarted (after a timeout or its death) but "
                              f"its new actor did not answer {MAX_PINGS} pings; check the cluster's health")
         ping = g.actors[a].ping.remote()
-        self._flight[ping] = _Call(g, a, -1, [], None, failed, meta=ping)
+        self._flight[ping] = _Call(g, a, PING, [], None, failed, meta=ping)
         g.flight[a].append(ping)
         g.since[a] = time.perf_counter()
 
@@ -207,8 +261,8 @@ class RayExecutor:
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
                 return
-            if any(self._flight[r].call < 0 for r in g.flight[a]):
-                continue  # being replaced or restarted: nothing goes to it until the fresh actor answers
+            if g.actors[a] is None or any(self._flight[r].call < 0 for r in g.flight[a]):
+                continue  # not started, starting, or being replaced: no work until the actor answers
             call = self._pick(sched, g, a)
             if call is None:
                 return
@@ -248,7 +302,8 @@ class RayExecutor:
                 return c
         return None
 
-    def _apply(self, sched, ref, fl: _Call) -> None:
+    def _apply(self, driver, ref, fl: _Call) -> None:
+        sched = driver.sched
         mine = fl.group.flight[fl.actor]
         # an actor runs its calls in order: only the oldest had started (and when the actor died
         # under it, the calls queued behind it never did, whichever order their errors arrive in)
@@ -256,7 +311,10 @@ class RayExecutor:
         mine.remove(ref)
         if running:
             fl.group.since[fl.actor] = time.perf_counter()  # the next call starts now
-        if fl.call < 0:  # a restarted actor's ping: ready once it answers, else ping it again
+        if fl.call == BIND:
+            self._bound(driver, fl, ref)
+            return
+        if fl.call == PING:  # a restarted actor's ping: ready once it answers, else ping it again
             try:
                 ray.get(ref)
             except ray.exceptions.RayError:
@@ -366,10 +424,12 @@ def output_calls(plan) -> set[int]:
 MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
 
 
-def _measure_memory(groups: list[Group]) -> None:
-    """Each actor's peak resident memory into its WorkerStats (skipped for an actor that does
-    not answer in time: a reading is a report, never a reason to hold the run)."""
-    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)}
+def _measure_memory(groups: list[Group], flight: dict) -> None:
+    """Each actor's peak resident memory into its WorkerStats (skipped for an actor still
+    starting, and for one that does not answer in time: a reading is a report, never a reason
+    to hold the run)."""
+    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)
+             if a is not None and not any(flight[r].call == BIND for r in g.flight[i])}
     ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
     for ref in ready:
         g, i = asked[ref]

@@ -38,6 +38,7 @@ class Group:
     flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
     since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
     stats: list[WorkerStats] = field(default_factory=list)
+    remote: object = None  # the Ray actor class with this group's options: `remote.remote(...)` starts one
 
     @property
     def label(self) -> str:
@@ -93,9 +94,10 @@ class WarmPools:
         self.actors: dict[str, list] = {}
 
     def start(self, groups: list[Group]) -> None:
-        """Check that every group fits on the cluster, then give each group its actors: warm
-        ones of the same key first, new ones for the rest. Warm actors no group uses are
-        released first, so their resources are free for the new ones."""
+        """Check that every group fits on the cluster, then give each group its warm actors of
+        the same key; the slots left are None, for the executor to start (`Group.remote`) in
+        the order it needs them. Warm actors no group uses are released first, so their
+        resources are free for the new ones."""
         nodes = node_resources()
         resolve_replicas(groups, nodes)
         keys = {g.key for g in groups}
@@ -108,36 +110,16 @@ class WarmPools:
             warm = self.actors.pop(g.key, [])
             for a in warm[g.replicas:]:
                 ray.kill(a)
-            cls = remote.options(max_restarts=-1, max_task_retries=0, **g.resources.ray_options())
-            g.actors = warm[:g.replicas] + [cls.remote(g.target, g.init) for _ in range(g.replicas - len(warm))]
+            g.remote = remote.options(max_restarts=-1, max_task_retries=0, **g.resources.ray_options())
+            g.actors = warm[:g.replicas] + [None] * (g.replicas - len(warm))
             g.flight = [deque() for _ in range(g.replicas)]
             g.since = [0.0] * g.replicas
             g.stats = [WorkerStats() for _ in range(g.replicas)]
 
-    def bind(self, groups: list[Group], run: str) -> None:
-        """Tell every actor which Calls it serves in this run, and wait until all answered: an
-        actor that cannot even start (its stage does not unpickle on the worker, a runtime_env
-        fails) stops the run with the reason, since no item of its Calls could ever run."""
-        answers = {a.bind.remote(run, g.fns): g for g in groups for a in g.actors}
-        problems = {}
-        for ref, g in answers.items():
-            try:
-                ray.get(ref)
-            except ray.exceptions.RayError as exc:
-                problems.setdefault(g.name, str(exc).strip().splitlines()[-1])
-        if problems:
-            for g in groups:
-                for a in g.actors:
-                    ray.kill(a)
-                g.actors = []
-            raise CurateError("workers could not start: " + "; ".join(f"pool {n}: {why}" for n, why in problems.items())
-                              + ". Stages must be importable on the workers: define them in an installed "
-                              "module or the driver script, or ship code with ray_init={'runtime_env': ...}")
-
     def keep(self, groups: list[Group]) -> None:
         """After a run that ended cleanly (no call in flight): its actors stay warm."""
         for g in groups:
-            self.actors[g.key] = list(g.actors)
+            self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
 
     def release(self, key: str | None = None) -> None:
         """Kill the warm actors of one key, or of every key."""
@@ -149,7 +131,9 @@ class WarmPools:
 def kill(groups: list[Group]) -> None:
     for g in groups:
         for a in g.actors:
-            ray.kill(a)
+            if a is not None:
+                ray.kill(a)
+        g.actors = [None] * len(g.actors)
 
 
 def check_picklable(groups: list[Group]) -> None:
