@@ -195,7 +195,7 @@ def test_a_run_says_which_ray_it_used(tmp_path, ray_cluster, capsys):
 
 
 SPREAD_SCRIPT = """
-import os, ray
+import asyncio, os, ray
 from ray.cluster_utils import Cluster
 import curate as cu
 
@@ -205,10 +205,26 @@ for _ in range(2):
 cluster.wait_for_nodes()
 Doc = cu.Domain("doc"); Page = Doc.child("page")
 
+@ray.remote(num_cpus=0)
+class Barrier:  # work begins with the first actor up: each one's first batch waits for the other's
+    def __init__(self):
+        self.n, self.event = 0, asyncio.Event()
+    async def arrive(self):
+        self.n += 1
+        if self.n >= 2:
+            self.event.set()
+        await asyncio.wait_for(self.event.wait(), 120)
+
+ray.init(address=cluster.address)
+barrier = Barrier.remote()
+
 class Captioner:
     def __init__(self):
         self.where = (ray.get_runtime_context().get_node_id(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+        self.met = False
     def __call__(self, ps):
+        if not self.met:
+            self.met = ray.get(barrier.arrive.remote()) is None
         return [(p, *self.where) for p in ps]
 
 pipe = cu.Pipeline(Doc)
