@@ -1,5 +1,7 @@
 """In-process executor: one thread per pool replica, each building its stage once. For tests,
-debugging and small jobs; it drives the same pure Scheduler the Ray executor does.
+debugging and small jobs; it drives the same pure Scheduler the Ray executor does. A cheap
+Call's batches go to a thread several at a time (about BUNDLE_TARGET_S of work), so near-free
+stages do not pay two thread hand-offs per batch.
 
 `timeout_s` holds as far as threads allow: a batch past its limit is failed like an exception
 (retried, isolated, then FAILED with cause kind `timeout`) and its worker is replaced by a
@@ -8,6 +10,7 @@ until its stage returns (its late report is dropped)."""
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -16,6 +19,10 @@ from curate.batch import run_batch
 from curate.errors import Cause, build_stage
 from curate.executors import PoolReport, WorkerStats, timeout_cause
 from curate.fingerprint import warm_key
+
+BUNDLE_TARGET_S = 0.002  # work per hand-off for cheap Calls: a hand-off costs tens of microseconds
+MAX_BUNDLE = 64  # batches per hand-off, whatever their cost
+COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost estimate
 
 
 class _Worker(threading.Thread):
@@ -27,7 +34,7 @@ class _Worker(threading.Thread):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.stats = WorkerStats()
         self.abandoned = False  # timed out: replaced, and whatever it reports is dropped
-        self.batch = None  # the batch it runs, and since when (perf_counter)
+        self.batches = None  # the batches it runs (a list), and since when (perf_counter)
         self.since = 0.0
         self._obj = None
 
@@ -40,18 +47,21 @@ class _Worker(threading.Thread):
 
     def run(self) -> None:
         while True:
-            batch = self.inbox.get()
-            if batch is None:
+            batches = self.inbox.get()
+            if batches is None:
                 return
-            call = self.plan.calls[batch.call]
-            t0, wall = time.perf_counter(), time.time()
-            try:
-                result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
-            except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
-                result = Cause.from_exception(exc, call.name)
-            seconds = time.perf_counter() - t0
-            self.stats.add(batch.call, seconds)
-            self.outbox.put((self, batch, result, wall, seconds))
+            done = []
+            for batch in batches:
+                call = self.plan.calls[batch.call]
+                t0, wall = time.perf_counter(), time.time()
+                try:
+                    result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
+                except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
+                    result = Cause.from_exception(exc, call.name)
+                seconds = time.perf_counter() - t0
+                self.stats.add(batch.call, seconds)
+                done.append((batch, result, wall, seconds))
+            self.outbox.put((self, done))
 
 
 class LocalExecutor:
@@ -104,7 +114,8 @@ class LocalExecutor:
             if replicas is not None:
                 replicas[p.id] = len(ws)
         driver.started_workers()
-        self._busy = 0
+        self._busy = 0  # workers with batches
+        self._cost: dict[int, float] = {}  # per Call: smoothed seconds per batch
         clean = False
         try:
             while True:
@@ -132,7 +143,7 @@ class LocalExecutor:
         everything already reported; replace workers whose batch ran past its limit."""
         now = time.perf_counter()
         deadline = min((w.since + self._limit(driver, w) for ws in self._workers for w in ws
-                        if w.batch is not None and self._limit(driver, w)), default=None)
+                        if w.batches is not None and self._limit(driver, w)), default=None)
         wait = driver.wait_s() if deadline is None else max(0.0, min(driver.wait_s(), deadline - now))
         try:
             self._apply(driver, self._outbox.get(timeout=wait), idle)
@@ -145,19 +156,20 @@ class LocalExecutor:
 
     @staticmethod
     def _limit(driver, w: _Worker) -> float | None:
-        return driver.plan.calls[w.batch.call].timeout_s
+        return driver.plan.calls[w.batches[0].call].timeout_s
 
     def _expire(self, driver, idle: list[list[_Worker]]) -> None:
         now = time.perf_counter()
         for pool, ws in enumerate(self._workers):
             for i, w in enumerate(ws):
-                limit = w.batch is not None and self._limit(driver, w)
+                limit = w.batches is not None and self._limit(driver, w)
                 if not limit or now - w.since < limit:
                     continue
-                call = driver.plan.calls[w.batch.call]
-                driver.sched.fail(w.batch.id, timeout_cause(call.name, limit, len(w.batch.keys)))
+                for b in w.batches:  # one: a Call with a time limit goes a batch at a time
+                    call = driver.plan.calls[b.call]
+                    driver.sched.fail(b.id, timeout_cause(call.name, limit, len(b.keys)))
                 self._busy -= 1
-                w.abandoned, w.batch = True, None
+                w.abandoned, w.batches = True, None
                 w.inbox.put(None)  # if it ever returns, it stops
                 fresh = _Worker(w.pool, driver.plan, self._outbox, i)
                 fresh.start()
@@ -166,30 +178,43 @@ class LocalExecutor:
                 idle[pool].append(fresh)
 
     def _dispatch(self, driver, idle: list[list[_Worker]]) -> None:
+        sched = driver.sched
         for pool, free in enumerate(idle):
             while free:
                 call = driver.next_call(pool, idle=True)
                 if call is None:
                     break
-                batch = driver.sched.reserve(call, idle=True)
-                if batch is None:  # every ready grain was suppressed on the way out
+                spec = sched.plan.calls[call]
+                # several cheap batches per hand-off, but never more than this worker's share
+                want = math.ceil(sched.ready(call) / spec.batch_size / len(free))
+                k = 1 if spec.timeout_s else max(1, min(want, MAX_BUNDLE, int(
+                    BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
+                batches = []
+                while len(batches) < k and (b := sched.reserve(call, idle=not batches)) is not None:
+                    batches.append(b)
+                    if any(b.gens):  # a retry, maybe isolating a poison item: alone
+                        break
+                if not batches:  # every ready grain was suppressed on the way out
                     continue
                 w = free.pop()
-                w.batch, w.since = batch, time.perf_counter()
-                w.inbox.put(batch)
+                w.batches, w.since = batches, time.perf_counter()
+                w.inbox.put(batches)
                 self._busy += 1
 
     def _apply(self, driver, msg, idle: list[list[_Worker]]) -> None:
-        worker, batch, result, wall, seconds = msg
+        worker, done = msg
         if worker.abandoned:  # its batch was failed for running too long: a stale report
-            driver.sched.stale_reports += 1
+            driver.sched.stale_reports += len(done)
             return
         sched = driver.sched
-        worker.batch = None
+        worker.batches = None
         self._busy -= 1
-        driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
         idle[worker.pool.id].append(worker)
-        if isinstance(result, Cause):
-            sched.fail(batch.id, result)
-        else:
-            sched.complete(batch.id, result)
+        for batch, result, wall, seconds in done:
+            driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
+            old = self._cost.get(batch.call)
+            self._cost[batch.call] = seconds if old is None else old + COST_SMOOTHING * (seconds - old)
+            if isinstance(result, Cause):
+                sched.fail(batch.id, result)
+            else:
+                sched.complete(batch.id, result)
