@@ -77,13 +77,34 @@ def _alive(actors) -> list[bool]:
     return out
 
 
+def _all_die(actors, within_s: float = 60.0) -> bool:
+    """ray.kill is asynchronous: ping each actor until its ping fails (it died), for at most
+    `within_s`; True if every one died."""
+    import time
+
+    import ray
+
+    deadline = time.monotonic() + within_s
+    for a in actors:
+        while True:
+            try:
+                ray.get(a.ping.remote(), timeout=max(0.1, deadline - time.monotonic()))
+            except ray.exceptions.GetTimeoutError:
+                return False
+            except ray.exceptions.RayError:  # the actor is dead
+                break
+            if time.monotonic() > deadline:
+                return False
+    return True
+
+
 def test_closing_the_session_releases_its_actors(ray_recorder):
     s = cu.Session(executor="ray")
     s.run(pipeline(ray_recorder), range(3))
     kept = [a for actors in s._executor.warm.actors.values() for a in actors]
     assert kept and all(_alive(kept))
     s.close()
-    assert not any(_alive(kept))
+    assert _all_die(kept)
     with pytest.raises(cu.CurateError, match="closed"):
         s.run(pipeline(ray_recorder), range(3))
 
