@@ -2,7 +2,7 @@
 
 Class stages and Pools get `replicas` actors each (the class is built once per actor), started
 while the first work runs, in the order the pipeline needs them; function stages with the same
-resource request share `replicas` actors too, and run as Ray tasks until those answer. Payloads
+resource request share `replicas` slots of Ray tasks (`ray_pools`), ready at once. Payloads
 stay in the object store (`ray_store`): the driver gets per-item outcome codes and child counts,
 keeps `Ref`s, and a downstream batch names the upstream payloads it needs as top-level
 arguments, so Ray moves them from worker to worker. Each actor holds up to `pipeline_depth`
@@ -59,7 +59,6 @@ class _Call:
     unstarted: bool = False  # queued behind a call whose actor died: it never ran
     meta: object = None  # the reply with per-item outcomes (the call is keyed by its payload when secured)
     sent: float = 0.0  # when it was sent (a task starts then, as soon as Ray has a worker for it)
-    task: bool = False  # a Ray task (a function stage's slot whose actor has not answered yet)
 
 
 class RayExecutor:
@@ -106,7 +105,7 @@ class RayExecutor:
                 for p in g.pools if replicas is not None else ():
                     replicas[p] = g.replicas
             while True:
-                if self._working:  # work begins with the first worker up
+                if self._up or not any(g.actors for g in groups):  # work begins with the first worker up
                     driver.step()
                     for g in groups:
                         self._dispatch(driver, g)
@@ -117,7 +116,7 @@ class RayExecutor:
                             continue
                 self._wait(driver)  # the watch raises ClusterLostError here (driver.heartbeat/wake)
             clean = True
-            _measure_memory(groups)
+            _measure_memory(groups, self._flight)
         except BaseException as exc:
             # A call into Ray that failed because the cluster is going away (the writer actor
             # died with its node, restarted workers never answer) is the lost cluster; so is
@@ -140,7 +139,7 @@ class RayExecutor:
             else:  # a run that stopped mid-way leaves calls queued on its actors: not reusable
                 kill(groups)
                 for fl in self._flight.values():  # and its tasks stop where they are
-                    if fl.task and fl.call >= 0:
+                    if fl.group.tasks and fl.call >= 0:
                         ray.cancel(fl.meta, force=True)
                 store.close()
                 self._store = None
@@ -155,34 +154,37 @@ class RayExecutor:
     def _startup(self, driver, groups: list[Group], store) -> None:
         """Bind the warm actors and start the first new ones; the loop takes each actor into
         work as it answers (`_bound`), so the first pools work while the last still start.
-        Function stages work at once, as tasks, with their Calls in the object store for the
-        task workers to fetch (once per worker process); their actors start last."""
-        self._startup_store, self._working, self._bound_n, self._starting = store, False, 0, 0
+        Function stages run as tasks: they are ready at once, with their Calls in the object
+        store for the task workers to fetch (once per worker process)."""
+        self._startup_store, self._up, self._starting = store, 0, 0
         self._box = {g.key: [ray.put(g.fns)] for g in groups if g.tasks}
-        self._pending = deque(sorted(((g.tasks, a, i) for i, g in enumerate(groups)
-                                      for a, x in enumerate(g.actors) if x is None)))
+        self._pending = deque(sorted(((a, i) for i, g in enumerate(groups) if not g.tasks
+                                      for a, x in enumerate(g.actors) if x is None), key=lambda t: (t[0], t[1])))
         self._start_cap = max(1, math.floor(self.cluster.resources.get("CPU", 0.0) * STARTING_PER_CPU))
         for g in groups:
             for a, actor in enumerate(g.actors):
-                if actor is not None:
+                if g.tasks:
+                    self._ready(driver)
+                elif actor is not None:
                     self._bind(g, a)
         self._launch()
-        if any(g.tasks for g in groups) or not any(g.actors for g in groups):
-            self._work(driver)
+        if not any(g.actors for g in groups):  # nothing to start (a plan without stages)
+            driver.started_workers(store)
 
     def _launch(self) -> None:
         """Start new actors, up to the cap of actors starting at once."""
         while self._pending and self._starting < self._start_cap:
-            _, a, i = self._pending.popleft()
+            a, i = self._pending.popleft()
             g = self.groups[i]
             g.actors[a] = g.remote.remote(g.target, g.init)
             self._starting += 1
             self._bind(g, a, new=True)
 
     def _bind(self, g: Group, a: int, new: bool = False) -> None:
-        """Tell actor `a` which Calls it serves; it takes calls once it answers (`g.ready`)."""
         ref = g.actors[a].bind.remote(self._run, g.fns)
         self._flight[ref] = _Call(g, a, BIND, [], None, pings=int(new), meta=ref)
+        g.flight[a].append(ref)
+        g.since[a] = time.perf_counter()
 
     def _bound(self, driver, fl: _Call, ref) -> None:
         """An actor answered its bind: it takes work from now on. An actor that cannot even
@@ -198,17 +200,15 @@ class RayExecutor:
         if fl.pings:  # a new actor: the next one may start
             self._starting -= 1
             self._launch()
-        fl.group.ready[fl.actor] = True
-        self._bound_n += 1
-        self._work(driver)
-        if self._bound_n == sum(len(g.actors) for g in self.groups):
-            driver.workers_ready_s = time.perf_counter() - driver.started
+        self._ready(driver)
 
-    def _work(self, driver) -> None:
-        """Some worker can take work: the run's start-up ends with the first."""
-        if not self._working:
-            self._working = True
+    def _ready(self, driver) -> None:
+        """One more worker (an actor, or a task slot) can take work."""
+        self._up += 1
+        if self._up == 1:
             driver.started_workers(self._startup_store)
+        if self._up == sum(len(g.actors) for g in self.groups):
+            driver.workers_ready_s = time.perf_counter() - driver.started
 
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
@@ -253,7 +253,7 @@ class RayExecutor:
                 name = sched.plan.calls[head.call].name
                 for b in head.batches:
                     sched.fail(b.id, timeout_cause(name, t, len(b.keys)))
-                if head.task:  # force-cancelling a task ends its worker process; the calls beside it go on
+                if g.tasks:  # force-cancelling a task ends its worker process; the calls beside it go on
                     ray.cancel(head.meta, force=True)
                     g.since[a] = self._flight[g.flight[a][0]].sent if g.flight[a] else now
                     continue
@@ -281,9 +281,8 @@ class RayExecutor:
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
                 return
-            mode = self._mode(g, a)
-            if mode is None:
-                continue
+            if g.actors[a] is None or any(self._flight[r].call < 0 for r in g.flight[a]):
+                continue  # not started, starting, or being replaced: no work until the actor answers
             call = self._pick(sched, g, a)
             if call is None:
                 return
@@ -303,31 +302,18 @@ class RayExecutor:
                 continue
             refs, pos = [], {}
             wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
-            if mode == "task":
-                meta, payload = g.task_remote.remote(self._box[g.key], call, wire, *refs)
+            if g.tasks:
+                meta, payload = g.remote.remote(self._box[g.key], call, wire, *refs)
             else:
                 meta, payload = g.actors[a].run.remote(self._run, call, wire, *refs)
             # A payload that holds output values is awaited on this node (ray.wait fetches it
             # here), so a copy outlives the worker's node: Ray recovers a lost object from a copy.
             key = payload if call in self._secured else meta
             now = time.perf_counter()
-            self._flight[key] = _Call(g, a, call, batches, payload, meta=meta, sent=now, task=mode == "task")
+            self._flight[key] = _Call(g, a, call, batches, payload, meta=meta, sent=now)
             if not g.flight[a]:
                 g.since[a] = now
             g.flight[a].append(key)
-
-    def _mode(self, g: Group, a: int) -> str | None:
-        """How slot `a` takes its next call: "actor", "task", or None (not now). An actor takes
-        calls once it answered, and not while it is being replaced; a function stages' slot
-        runs tasks until then (and while its actor is replaced), and switches once its tasks
-        in flight are done, so a slot never mixes the two."""
-        mine = [self._flight[r] for r in g.flight[a]]
-        replaced = any(fl.call == PING for fl in mine)
-        if g.ready[a] and not replaced and not any(fl.task for fl in mine):
-            return "actor"
-        if g.tasks and not any(fl.call >= 0 and not fl.task for fl in mine):
-            return "task"
-        return None
 
     @staticmethod
     def _pick(sched, g: Group, actor: int) -> int | None:
@@ -346,15 +332,15 @@ class RayExecutor:
         # an actor runs its calls in order: only the oldest had started (and when the actor died
         # under it, the calls queued behind it never did, whichever order their errors arrive in);
         # tasks run side by side, each on its own worker
-        if fl.call == BIND:
-            self._bound(driver, fl, ref)
-            return
-        running = fl.task or (mine[0] == ref and not fl.unstarted)
+        running = g.tasks or (mine[0] == ref and not fl.unstarted)
         mine.remove(ref)
-        if fl.task:
+        if g.tasks:
             g.since[fl.actor] = self._flight[mine[0]].sent if mine else time.perf_counter()
         elif running:
             g.since[fl.actor] = time.perf_counter()  # the next call starts now
+        if fl.call == BIND:
+            self._bound(driver, fl, ref)
+            return
         if fl.call == PING:  # a restarted actor's ping: ready once it answers, else ping it again
             try:
                 ray.get(ref)
@@ -383,14 +369,14 @@ class RayExecutor:
                     sched.fail(b.id, cause)
                 else:
                     sched.requeue(b.id)
-            if running and not fl.task:  # (a task's next call goes to a fresh worker by itself)
+            if running and not g.tasks:  # (a task's next call goes to a fresh worker by itself)
                 for r in mine:
                     self._flight[r].unstarted = True
                 # No more work for it until its restarted actor answers: after a node loss that
                 # may be never (no room left), and the pool goes on with its other workers.
                 self._ping(fl.group, fl.actor, 0)
             return
-        if fl.task:  # a task reports its worker process's memory last
+        if g.tasks:  # a task reports its worker process's memory last
             stats = g.stats[fl.actor]
             peak, private = metas.pop()
             stats.peak_rss, stats.peak_private = max(stats.peak_rss, peak), max(stats.peak_private, private)
@@ -469,17 +455,16 @@ def output_calls(plan) -> set[int]:
 MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
 
 
-def _measure_memory(groups: list[Group]) -> None:
-    """Each actor's peak resident memory into its WorkerStats, beside what its slot's tasks
-    reported (skipped for an actor still starting, and for one that does not answer in time: a
-    reading is a report, never a reason to hold the run)."""
-    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors) if g.ready[i]}
+def _measure_memory(groups: list[Group], flight: dict) -> None:
+    """Each actor's peak resident memory into its WorkerStats (skipped for an actor still
+    starting, and for one that does not answer in time: a reading is a report, never a reason
+    to hold the run)."""
+    asked = {a.memory.remote(): (g, i) for g in groups if not g.tasks for i, a in enumerate(g.actors)
+             if a is not None and not any(flight[r].call == BIND for r in g.flight[i])}
     ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
     for ref in ready:
         g, i = asked[ref]
         try:
-            peak, private = ray.get(ref)
-            st = g.stats[i]
-            st.peak_rss, st.peak_private = max(st.peak_rss, peak), max(st.peak_private, private)
+            g.stats[i].peak_rss, g.stats[i].peak_private = ray.get(ref)
         except ray.exceptions.RayError:
             pass

@@ -1,11 +1,10 @@
 """The Ray executor's worker pools: which workers a plan needs (`make_groups`), how many (one per
 GPU by default for a GPU pool), and their actors, taken over warm from an earlier run of the
 same session where they can be (`WarmPools`): a pool whose class, init and resources are
-unchanged keeps its actors, and so its loaded model. Function stages need not wait for theirs:
-until a slot's actor answers, its calls run as Ray tasks on Ray's shared worker processes
-(`run_task`), which exist at once (Ray keeps idle workers, and prestarts some at init); then the
-actor takes over, its calls being cheaper than tasks. Function stages with a time limit
-(`timeout_s`) use their actors only: a task cannot tell when it began running."""
+unchanged keeps its actors, and so its loaded model. Function stages need no actor: they run as
+Ray tasks on Ray's shared worker processes (`run_task`), `replicas` slots of them, so they
+start at once (Ray keeps idle workers, and prestarts some at init) and go wherever CPUs are free;
+those with a time limit (`timeout_s`) keep actors, whose replacement the limit's clock waits for."""
 
 from __future__ import annotations
 
@@ -42,10 +41,8 @@ class Group:
     flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
     since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
     stats: list[WorkerStats] = field(default_factory=list)
-    remote: object = None  # the Ray actor class with this group's options: `remote.remote(...)` starts one
-    tasks: bool = False  # function stages: a slot runs its calls as Ray tasks until its actor answers
-    task_remote: object = None  # the remote function of those tasks, with this group's options
-    ready: list[bool] = field(default_factory=list)  # per slot: its actor answered, and takes calls
+    remote: object = None  # the Ray actor class (or, for tasks, the remote function) with this group's options
+    tasks: bool = False  # function stages run as Ray tasks: its `actors` are slots, each TASK
 
     @property
     def label(self) -> str:
@@ -97,6 +94,9 @@ def resolve_replicas(groups: list[Group], nodes: list[dict[str, float]]) -> None
         g.replicas = max(1, math.floor(share / g.resources.num_gpus + 1e-9))
 
 
+TASK = "task"  # the actor slot of a group of function stages: its calls are Ray tasks
+
+
 class WarmPools:
     """Actors by group key, kept between the runs of a session (or only for one run)."""
 
@@ -118,7 +118,12 @@ class WarmPools:
         remote = ray.remote(PoolWorker)
         for g in groups:
             if g.tasks:
-                g.task_remote = ray.remote(run_task).options(num_returns=2, max_retries=0, **g.resources.ray_options())
+                g.remote = ray.remote(run_task).options(num_returns=2, max_retries=0, **g.resources.ray_options())
+                g.actors = [TASK] * g.replicas
+                g.flight = [deque() for _ in range(g.replicas)]
+                g.since = [0.0] * g.replicas
+                g.stats = [WorkerStats() for _ in range(g.replicas)]
+                continue
             warm = self.actors.pop(g.key, [])
             for a in warm[g.replicas:]:
                 ray.kill(a)
@@ -127,12 +132,12 @@ class WarmPools:
             g.flight = [deque() for _ in range(g.replicas)]
             g.since = [0.0] * g.replicas
             g.stats = [WorkerStats() for _ in range(g.replicas)]
-            g.ready = [False] * g.replicas
 
     def keep(self, groups: list[Group]) -> None:
         """After a run that ended cleanly (no call in flight): its actors stay warm."""
         for g in groups:
-            self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
+            if not g.tasks:
+                self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
 
     def release(self, key: str | None = None) -> None:
         """Kill the warm actors of one key, or of every key."""
@@ -143,10 +148,11 @@ class WarmPools:
 
 def kill(groups: list[Group]) -> None:
     for g in groups:
-        for a in g.actors:
-            if a is not None:
-                ray.kill(a)
-        g.actors = [None] * len(g.actors)
+        if not g.tasks:
+            for a in g.actors:
+                if a is not None:
+                    ray.kill(a)
+            g.actors = [None] * len(g.actors)
 
 
 def check_picklable(groups: list[Group]) -> None:
