@@ -1,8 +1,7 @@
 """Ray executor: actor pools driving the same pure Scheduler as the local executor.
 
-Class stages and Pools get `replicas` actors each (the class is built once per actor), started
-while the first work runs, in the order the pipeline needs them; function stages with the same
-resource request share `replicas` slots of Ray tasks (`ray_pools`), ready at once. Payloads
+Class stages and Pools get `replicas` actors each (the class is built once per actor);
+function stages with the same resource request share one light pool (`ray_pools`). Payloads
 stay in the object store (`ray_store`): the driver gets per-item outcome codes and child counts,
 keeps `Ref`s, and a downstream batch names the upstream payloads it needs as top-level
 arguments, so Ray moves them from worker to worker. Each actor holds up to `pipeline_depth`
@@ -58,7 +57,6 @@ class _Call:
     pings: int = 0  # a ping: how many pings the replaced actor has failed to answer so far
     unstarted: bool = False  # queued behind a call whose actor died: it never ran
     meta: object = None  # the reply with per-item outcomes (the call is keyed by its payload when secured)
-    sent: float = 0.0  # when it was sent (a task starts then, as soon as Ray has a worker for it)
 
 
 class RayExecutor:
@@ -105,7 +103,7 @@ class RayExecutor:
                 for p in g.pools if replicas is not None else ():
                     replicas[p] = g.replicas
             while True:
-                if self._up or not any(g.actors for g in groups):  # work begins with the first worker up
+                if self._up:  # work begins with the first actor that answered
                     driver.step()
                     for g in groups:
                         self._dispatch(driver, g)
@@ -138,9 +136,6 @@ class RayExecutor:
                 self._store = store
             else:  # a run that stopped mid-way leaves calls queued on its actors: not reusable
                 kill(groups)
-                for fl in self._flight.values():  # and its tasks stop where they are
-                    if fl.group.tasks and fl.call >= 0:
-                        ray.cancel(fl.meta, force=True)
                 store.close()
                 self._store = None
         return [PoolReport(g.name, g.calls, g.stats) for g in groups]
@@ -153,23 +148,16 @@ class RayExecutor:
 
     def _startup(self, driver, groups: list[Group], store) -> None:
         """Bind the warm actors and start the first new ones; the loop takes each actor into
-        work as it answers (`_bound`), so the first pools work while the last still start.
-        Function stages run as tasks: they are ready at once, with their Calls in the object
-        store for the task workers to fetch (once per worker process)."""
+        work as it answers (`_bound`), so the first pools work while the last still start."""
         self._startup_store, self._up, self._starting = store, 0, 0
-        self._box = {g.key: [ray.put(g.fns)] for g in groups if g.tasks}
-        self._pending = deque(sorted(((a, i) for i, g in enumerate(groups) if not g.tasks
-                                      for a, x in enumerate(g.actors) if x is None), key=lambda t: (t[0], t[1])))
+        self._pending = deque(sorted(((a, i) for i, g in enumerate(groups) for a, x in enumerate(g.actors)
+                                      if x is None), key=lambda t: (t[0], t[1])))
         self._start_cap = max(1, math.floor(self.cluster.resources.get("CPU", 0.0) * STARTING_PER_CPU))
         for g in groups:
             for a, actor in enumerate(g.actors):
-                if g.tasks:
-                    self._ready(driver)
-                elif actor is not None:
+                if actor is not None:
                     self._bind(g, a)
         self._launch()
-        if not any(g.actors for g in groups):  # nothing to start (a plan without stages)
-            driver.started_workers(store)
 
     def _launch(self) -> None:
         """Start new actors, up to the cap of actors starting at once."""
@@ -200,14 +188,10 @@ class RayExecutor:
         if fl.pings:  # a new actor: the next one may start
             self._starting -= 1
             self._launch()
-        self._ready(driver)
-
-    def _ready(self, driver) -> None:
-        """One more worker (an actor, or a task slot) can take work."""
         self._up += 1
         if self._up == 1:
             driver.started_workers(self._startup_store)
-        if self._up == sum(len(g.actors) for g in self.groups):
+        if self._up == sum(len(g.actors) for g in self.groups) and not self._pending:
             driver.workers_ready_s = time.perf_counter() - driver.started
 
     def _wait(self, driver) -> None:
@@ -253,10 +237,6 @@ class RayExecutor:
                 name = sched.plan.calls[head.call].name
                 for b in head.batches:
                     sched.fail(b.id, timeout_cause(name, t, len(b.keys)))
-                if g.tasks:  # force-cancelling a task ends its worker process; the calls beside it go on
-                    ray.cancel(head.meta, force=True)
-                    g.since[a] = self._flight[g.flight[a][0]].sent if g.flight[a] else now
-                    continue
                 while g.flight[a]:
                     for b in self._flight.pop(g.flight[a].popleft()).batches:
                         sched.requeue(b.id)
@@ -302,17 +282,13 @@ class RayExecutor:
                 continue
             refs, pos = [], {}
             wire = [[_to_wire(x, refs, pos) for x in b.inputs] for b in batches]
-            if g.tasks:
-                meta, payload = g.remote.remote(self._box[g.key], call, wire, *refs)
-            else:
-                meta, payload = g.actors[a].run.remote(self._run, call, wire, *refs)
+            meta, payload = g.actors[a].run.remote(self._run, call, wire, *refs)
             # A payload that holds output values is awaited on this node (ray.wait fetches it
             # here), so a copy outlives the worker's node: Ray recovers a lost object from a copy.
             key = payload if call in self._secured else meta
-            now = time.perf_counter()
-            self._flight[key] = _Call(g, a, call, batches, payload, meta=meta, sent=now)
+            self._flight[key] = _Call(g, a, call, batches, payload, meta=meta)
             if not g.flight[a]:
-                g.since[a] = now
+                g.since[a] = time.perf_counter()
             g.flight[a].append(key)
 
     @staticmethod
@@ -328,16 +304,13 @@ class RayExecutor:
 
     def _apply(self, driver, ref, fl: _Call) -> None:
         sched = driver.sched
-        g, mine = fl.group, fl.group.flight[fl.actor]
+        mine = fl.group.flight[fl.actor]
         # an actor runs its calls in order: only the oldest had started (and when the actor died
-        # under it, the calls queued behind it never did, whichever order their errors arrive in);
-        # tasks run side by side, each on its own worker
-        running = g.tasks or (mine[0] == ref and not fl.unstarted)
+        # under it, the calls queued behind it never did, whichever order their errors arrive in)
+        running = mine[0] == ref and not fl.unstarted
         mine.remove(ref)
-        if g.tasks:
-            g.since[fl.actor] = self._flight[mine[0]].sent if mine else time.perf_counter()
-        elif running:
-            g.since[fl.actor] = time.perf_counter()  # the next call starts now
+        if running:
+            fl.group.since[fl.actor] = time.perf_counter()  # the next call starts now
         if fl.call == BIND:
             self._bound(driver, fl, ref)
             return
@@ -369,18 +342,14 @@ class RayExecutor:
                     sched.fail(b.id, cause)
                 else:
                     sched.requeue(b.id)
-            if running and not g.tasks:  # (a task's next call goes to a fresh worker by itself)
+            if running:
                 for r in mine:
                     self._flight[r].unstarted = True
                 # No more work for it until its restarted actor answers: after a node loss that
                 # may be never (no room left), and the pool goes on with its other workers.
                 self._ping(fl.group, fl.actor, 0)
             return
-        if g.tasks:  # a task reports its worker process's memory last
-            stats = g.stats[fl.actor]
-            peak, private = metas.pop()
-            stats.peak_rss, stats.peak_private = max(stats.peak_rss, peak), max(stats.peak_private, private)
-        elif metas and metas[0][0] == UNBOUND:  # Ray restarted the actor since the run began
+        if metas and metas[0][0] == UNBOUND:  # Ray restarted the actor since the run began
             for b in fl.batches:
                 sched.requeue(b.id)
             fl.group.actors[fl.actor].bind.remote(self._run, fl.group.fns)  # runs before later calls
@@ -459,7 +428,7 @@ def _measure_memory(groups: list[Group], flight: dict) -> None:
     """Each actor's peak resident memory into its WorkerStats (skipped for an actor still
     starting, and for one that does not answer in time: a reading is a report, never a reason
     to hold the run)."""
-    asked = {a.memory.remote(): (g, i) for g in groups if not g.tasks for i, a in enumerate(g.actors)
+    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)
              if a is not None and not any(flight[r].call == BIND for r in g.flight[i])}
     ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
     for ref in ready:

@@ -1,10 +1,7 @@
-"""The Ray executor's worker pools: which workers a plan needs (`make_groups`), how many (one per
-GPU by default for a GPU pool), and their actors, taken over warm from an earlier run of the
-same session where they can be (`WarmPools`): a pool whose class, init and resources are
-unchanged keeps its actors, and so its loaded model. Function stages need no actor: they run as
-Ray tasks on Ray's shared worker processes (`run_task`), `replicas` slots of them, so they
-start at once (Ray keeps idle workers, and prestarts some at init) and go wherever CPUs are free;
-those with a time limit (`timeout_s`) keep actors, whose replacement the limit's clock waits for."""
+"""The Ray executor's worker pools: which actors a plan needs (`make_groups`), how many (one per
+GPU by default for a GPU pool), and starting them, or taking them over warm from an earlier run
+of the same session (`WarmPools`): a pool whose class, init and resources are unchanged keeps its
+actors, and so its loaded model."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ from curate import defaults
 from curate.errors import CurateError
 from curate.executors import WorkerStats
 from curate.executors.ray_cluster import Demand, check, node_resources
-from curate.executors.ray_worker import PoolWorker, run_task
+from curate.executors.ray_worker import PoolWorker
 from curate.fingerprint import warm_key
 from curate.resources import Resources
 
@@ -41,8 +38,7 @@ class Group:
     flight: list[deque] = field(default_factory=list)  # per actor: its calls, oldest (running) first
     since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
     stats: list[WorkerStats] = field(default_factory=list)
-    remote: object = None  # the Ray actor class (or, for tasks, the remote function) with this group's options
-    tasks: bool = False  # function stages run as Ray tasks: its `actors` are slots, each TASK
+    remote: object = None  # the Ray actor class with this group's options: `remote.remote(...)` starts one
 
     @property
     def label(self) -> str:
@@ -58,13 +54,10 @@ def make_groups(driver) -> list[Group]:
             g = Group(key, p.name, p.target, dict(p.init), p.resources, p.replicas)
             groups.append(g)
         else:  # stateless functions with one resource request share light workers
-            # A Ray task cannot tell when it started running (it may wait for a worker process to
-            # start), so a Call with a time limit runs on actors: the clock starts when one answers.
-            tasks = not any(plan.calls[c].timeout_s for c in p.calls)
-            key = ("functions:" if tasks else "functions-actors:") + _digest(p.resources.signature())
+            key = "functions:" + _digest(p.resources.signature())
             g = shared.get(key)
             if g is None:
-                g = shared[key] = Group(key, "functions", None, {}, p.resources, p.replicas, tasks=tasks)
+                g = shared[key] = Group(key, "functions", None, {}, p.resources, p.replicas)
                 groups.append(g)
             elif p.replicas is not None:
                 g.replicas = max(g.replicas or 0, p.replicas)
@@ -94,9 +87,6 @@ def resolve_replicas(groups: list[Group], nodes: list[dict[str, float]]) -> None
         g.replicas = max(1, math.floor(share / g.resources.num_gpus + 1e-9))
 
 
-TASK = "task"  # the actor slot of a group of function stages: its calls are Ray tasks
-
-
 class WarmPools:
     """Actors by group key, kept between the runs of a session (or only for one run)."""
 
@@ -117,13 +107,6 @@ class WarmPools:
         check_picklable(groups)
         remote = ray.remote(PoolWorker)
         for g in groups:
-            if g.tasks:
-                g.remote = ray.remote(run_task).options(num_returns=2, max_retries=0, **g.resources.ray_options())
-                g.actors = [TASK] * g.replicas
-                g.flight = [deque() for _ in range(g.replicas)]
-                g.since = [0.0] * g.replicas
-                g.stats = [WorkerStats() for _ in range(g.replicas)]
-                continue
             warm = self.actors.pop(g.key, [])
             for a in warm[g.replicas:]:
                 ray.kill(a)
@@ -136,8 +119,7 @@ class WarmPools:
     def keep(self, groups: list[Group]) -> None:
         """After a run that ended cleanly (no call in flight): its actors stay warm."""
         for g in groups:
-            if not g.tasks:
-                self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
+            self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
 
     def release(self, key: str | None = None) -> None:
         """Kill the warm actors of one key, or of every key."""
@@ -148,11 +130,10 @@ class WarmPools:
 
 def kill(groups: list[Group]) -> None:
     for g in groups:
-        if not g.tasks:
-            for a in g.actors:
-                if a is not None:
-                    ray.kill(a)
-            g.actors = [None] * len(g.actors)
+        for a in g.actors:
+            if a is not None:
+                ray.kill(a)
+        g.actors = [None] * len(g.actors)
 
 
 def check_picklable(groups: list[Group]) -> None:

@@ -92,8 +92,7 @@ UNBOUND = "unbound"  # a batch's report from an actor that does not know the run
 
 
 class PoolWorker:
-    """One actor of a pool: a class stage's, or function stages' with a time limit (the others
-    run as tasks: `run_task`). A class target is built once, on the first batch, so a model loads
+    """One actor of a pool. A class target is built once, on the first batch, so a model loads
     once per actor (and once per session when a session keeps the actor warm), and a failing
     constructor fails batches (with its cause) instead of the actor. `bind` tells it, at the
     start of each run, which Calls it serves; an actor Ray restarted after a death has
@@ -112,7 +111,7 @@ class PoolWorker:
 
     def _fn(self, call: int):
         kind, name, what = self._calls[call]
-        if self._target is None:  # function stages with a time limit
+        if self._target is None:
             return what
         if self._obj is None:
             self._obj = build_stage(self._target, self._init, getattr(self._target, "__name__", "the stage"))
@@ -120,11 +119,32 @@ class PoolWorker:
 
     @ray.method(num_returns=2)
     def run(self, run: str, call: int, batches: list[list], *payloads):
-        """Run each batch of one Call; returns (metadata, payload): see `run_batches`."""
+        """Run each batch of one Call; returns (metadata, payload): per batch either
+        ("ok", codes, causes, child counts, value bytes, start, seconds) or ("err", Cause, start,
+        seconds). Values that cannot be pickled FAIL their items here, before Ray sends them."""
         if run != self._run:  # restarted since bind: nothing ran, the batches go back unharmed
             return [(UNBOUND,)] * len(batches), [None] * len(batches)
         kind, name, _ = self._calls[call]
-        metas, outs = run_batches(lambda: self._fn(call), kind, name, batches, payloads)
+        metas, outs = [], []
+        for inputs in batches:
+            t0, wall = time.perf_counter(), time.time()
+            try:
+                rep = run_batch(self._fn(call), kind, [resolve(x, payloads) for x in inputs], name)
+            except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
+                metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0))
+                outs.append(None)
+                continue
+            counts = None
+            if kind == "expand":
+                codes = rep.codes
+                counts = [len(v) if (codes is None or codes[i] == PRESENT) else 0 for i, v in enumerate(rep.values)]
+            out = None if kind == "filter" else rep.values
+            size = 0 if out is None else pickled_size(out)
+            if isinstance(size, str):  # rare: fail the items whose values cannot travel
+                rep = _fail_unpicklable(rep, counts, kind, name)
+                size = pickled_size(out)
+            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0))
+            outs.append(out)
         self._peak_private = max(self._peak_private, private_rss())  # the outputs are still held here
         return metas, outs
 
@@ -136,56 +156,6 @@ class PoolWorker:
         shared object store the process touched) and its largest private memory at the end of
         a call, in bytes."""
         return peak_rss(), self._peak_private
-
-
-def run_batches(fn, kind: str, name: str, batches: list[list], payloads) -> tuple[list, list]:
-    """Run each batch of one Call with the stage `fn()` gives; returns (metadata, payload): per
-    batch either ("ok", codes, causes, child counts, value bytes, start, seconds) or ("err",
-    Cause, start, seconds). Values that cannot be pickled FAIL their items here, before Ray
-    sends them."""
-    metas, outs = [], []
-    for inputs in batches:
-        t0, wall = time.perf_counter(), time.time()
-        try:
-            rep = run_batch(fn(), kind, [resolve(x, payloads) for x in inputs], name)
-        except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
-            metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0))
-            outs.append(None)
-            continue
-        counts = None
-        if kind == "expand":
-            codes = rep.codes
-            counts = [len(v) if (codes is None or codes[i] == PRESENT) else 0 for i, v in enumerate(rep.values)]
-        out = None if kind == "filter" else rep.values
-        size = 0 if out is None else pickled_size(out)
-        if isinstance(size, str):  # rare: fail the items whose values cannot travel
-            rep = _fail_unpicklable(rep, counts, kind, name)
-            size = pickled_size(out)
-        metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0))
-        outs.append(out)
-    return metas, outs
-
-
-_FNS: dict[str, dict] = {}  # in a task worker: the function Calls of the last runs it served
-_FNS_KEPT = 8
-
-
-def run_task(box: list, call: int, batches: list[list], *payloads):
-    """A function stage's call, as a Ray task on Ray's shared workers (no actor to start): `box`
-    holds the ObjectRef of the run's {call: (kind, name, fn)} (inside a list, so Ray hands it
-    over unresolved), fetched once per worker process and run. Returns `run_batches`' metadata
-    with one more item last: this process's (peak resident, private resident) memory."""
-    key = box[0].hex()
-    fns = _FNS.get(key)
-    if fns is None:
-        fns = ray.get(box[0])
-        while len(_FNS) >= _FNS_KEPT:
-            _FNS.pop(next(iter(_FNS)))
-        _FNS[key] = fns
-    kind, name, fn = fns[call]
-    metas, outs = run_batches(lambda: fn, kind, name, batches, payloads)
-    metas.append((peak_rss(), private_rss()))
-    return metas, outs
 
 
 def _fail_unpicklable(rep: BatchReport, counts: list | None, kind: str, name: str) -> BatchReport:
