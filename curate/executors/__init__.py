@@ -4,7 +4,8 @@ scheduler. An executor implements `execute(driver) -> list[PoolReport]`: it call
 own dispatch and reports (blocking at most `driver.wait_s()` at a time, so progress, timed
 flushes and Ctrl-C are served while workers hang), and `driver.idle_done()` whenever nothing is
 in flight (which also makes the sink's last flush once the run is done). A batch that runs
-past its Call's `timeout_s` is failed with `timeout_cause` and its worker replaced."""
+past its Call's `timeout_s` is failed with `timeout_cause` and its worker replaced. Both
+executors send a cheap Call's batches several at a time (`CallCosts.bundle`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,29 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from curate.errors import Cause, CurateError
+
+
+class CallCosts:
+    """A running estimate of each Call's seconds per batch, and from it how many batches one
+    hand-off to a worker should carry: about `target_s` of work, at most `max_bundle`, never
+    more than `want` (the worker's share of what is ready), one for a Call with a time limit
+    (the limit is per batch, so a timeout fails only that batch)."""
+
+    SMOOTHING = 0.3  # weight of the newest batch in the running estimate
+
+    def __init__(self, target_s: float, max_bundle: int = 64):
+        self.target_s, self.max_bundle = target_s, max_bundle
+        self.seconds: dict[int, float] = {}
+
+    def add(self, call: int, seconds: float) -> None:
+        old = self.seconds.get(call)
+        self.seconds[call] = seconds if old is None else old + self.SMOOTHING * (seconds - old)
+
+    def bundle(self, spec, want: int) -> int:
+        if spec.timeout_s:
+            return 1
+        per_batch = max(self.seconds.get(spec.id, 1.0), 1e-6)  # unknown: one batch, until measured
+        return max(1, min(want, self.max_bundle, int(self.target_s / per_batch)))
 
 
 @dataclass

@@ -17,12 +17,10 @@ import time
 
 from curate.batch import run_batch
 from curate.errors import Cause, build_stage
-from curate.executors import PoolReport, WorkerStats, timeout_cause
+from curate.executors import CallCosts, PoolReport, WorkerStats, timeout_cause
 from curate.fingerprint import warm_key
 
 BUNDLE_TARGET_S = 0.002  # work per hand-off for cheap Calls: a hand-off costs tens of microseconds
-MAX_BUNDLE = 64  # batches per hand-off, whatever their cost
-COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost estimate
 
 
 class _Worker(threading.Thread):
@@ -115,7 +113,7 @@ class LocalExecutor:
                 replicas[p.id] = len(ws)
         driver.started_workers()
         self._busy = 0  # workers with batches
-        self._cost: dict[int, float] = {}  # per Call: smoothed seconds per batch
+        self._cost = CallCosts(BUNDLE_TARGET_S)
         clean = False
         try:
             while True:
@@ -187,8 +185,7 @@ class LocalExecutor:
                 spec = sched.plan.calls[call]
                 # several cheap batches per hand-off, but never more than this worker's share
                 want = math.ceil(sched.ready(call) / spec.batch_size / len(free))
-                k = 1 if spec.timeout_s else max(1, min(want, MAX_BUNDLE, int(
-                    BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
+                k = self._cost.bundle(spec, want)
                 batches = []
                 while len(batches) < k and (b := sched.reserve(call, idle=not batches)) is not None:
                     batches.append(b)
@@ -212,8 +209,7 @@ class LocalExecutor:
         idle[worker.pool.id].append(worker)
         for batch, result, wall, seconds in done:
             driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
-            old = self._cost.get(batch.call)
-            self._cost[batch.call] = seconds if old is None else old + COST_SMOOTHING * (seconds - old)
+            self._cost.add(batch.call, seconds)
             if isinstance(result, Cause):
                 sched.fail(batch.id, result)
             else:

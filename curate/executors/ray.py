@@ -21,16 +21,14 @@ import ray
 
 from curate.core.outcome import BatchReport
 from curate.errors import Cause, ClusterLostError, CurateError
-from curate.executors import PoolReport, timeout_cause
+from curate.executors import CallCosts, PoolReport, timeout_cause
 from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster
-from curate.executors.ray_pools import Group, WarmPools, kill, make_groups
-from curate.executors.ray_store import RayStore, _to_wire
+from curate.executors.ray_pools import Group, WarmPools, kill, make_groups, measure_memory
+from curate.executors.ray_store import RayStore, _to_wire, output_calls, sources
 from curate.executors.ray_worker import UNBOUND, Ref
 
 DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
-MAX_BUNDLE = 64  # batches per Ray call, whatever their cost
-COST_SMOOTHING = 0.3  # weight of the newest batch in a Call's running cost estimate
 MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
 PING, BIND = -1, -2  # the `call` of a ping to a restarted actor, and of a new actor's first call
 # New actors start in the order the pipeline needs them (every pool's first replica, upstream
@@ -57,6 +55,7 @@ class _Call:
     pings: int = 0  # a ping: how many pings the replaced actor has failed to answer so far
     unstarted: bool = False  # queued behind a call whose actor died: it never ran
     meta: object = None  # the reply with per-item outcomes (the call is keyed by its payload when secured)
+    new: bool = False  # a bind to an actor just started: its answer lets the next one start
 
 
 class RayExecutor:
@@ -74,7 +73,7 @@ class RayExecutor:
         self.warm = WarmPools()
         self._store: RayStore | None = None
         self._flight: dict = {}
-        self._cost: dict[int, float] = {}
+        self._cost = CallCosts(BUNDLE_TARGET_S)
         self._secured: set[int] = set()
 
     def close(self) -> None:
@@ -88,7 +87,7 @@ class RayExecutor:
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
         driver.cluster = self.cluster = connect(self.address, self.ray_init)
-        self._driver, self._flight, self._cost = driver, {}, {}
+        self._driver, self._flight, self._cost = driver, {}, CallCosts(BUNDLE_TARGET_S)
         self._secured = output_calls(driver.plan)
         self.groups = groups = make_groups(driver)
         self._run = uuid.uuid4().hex
@@ -114,7 +113,7 @@ class RayExecutor:
                             continue
                 self._wait(driver)  # the watch raises ClusterLostError here (driver.heartbeat/wake)
             clean = True
-            _measure_memory(groups, self._flight)
+            measure_memory(groups, lambda g, i: not any(self._flight[r].call == BIND for r in g.flight[i]))
         except BaseException as exc:
             # A call into Ray that failed because the cluster is going away (the writer actor
             # died with its node, restarted workers never answer) is the lost cluster; so is
@@ -170,7 +169,7 @@ class RayExecutor:
 
     def _bind(self, g: Group, a: int, new: bool = False) -> None:
         ref = g.actors[a].bind.remote(self._run, g.fns)
-        self._flight[ref] = _Call(g, a, BIND, [], None, pings=int(new), meta=ref)
+        self._flight[ref] = _Call(g, a, BIND, [], None, meta=ref, new=new)
         g.flight[a].append(ref)
         g.since[a] = time.perf_counter()
 
@@ -185,13 +184,13 @@ class RayExecutor:
                 f"workers could not start: pool {fl.group.name}: {str(exc).strip().splitlines()[-1]}. Stages must "
                 "be importable on the workers: define them in an installed module or the driver script, or ship "
                 "code with ray_init={'runtime_env': ...}") from None
-        if fl.pings:  # a new actor: the next one may start
+        if fl.new:  # the next actor may start
             self._starting -= 1
             self._launch()
         self._up += 1
         if self._up == 1:
             driver.started_workers(self._startup_store)
-        if self._up == sum(len(g.actors) for g in self.groups) and not self._pending:
+        if self._up == sum(len(g.actors) for g in self.groups):
             driver.workers_ready_s = time.perf_counter() - driver.started
 
     def _wait(self, driver) -> None:
@@ -267,11 +266,8 @@ class RayExecutor:
             if call is None:
                 return
             free = sum(max(0, self.depth - len(f)) for f in g.flight)
-            size = sched.plan.calls[call].batch_size
-            want = math.ceil(sched.ready(call) / size / max(1, free))
-            k = max(1, min(want, MAX_BUNDLE, int(BUNDLE_TARGET_S / max(self._cost.get(call, 1.0), 1e-6))))
-            if sched.plan.calls[call].timeout_s:
-                k = 1  # a time limit is per batch: one batch per call, so a timeout fails only it
+            spec = sched.plan.calls[call]
+            k = self._cost.bundle(spec, math.ceil(sched.ready(call) / spec.batch_size / max(1, free)))
             batches = []
             idle = not g.flight[a]  # an idle actor may take grains the prefetch cap holds (one batch)
             while len(batches) < k and (b := sched.reserve(call, idle=idle and not batches)) is not None:
@@ -360,8 +356,7 @@ class RayExecutor:
             seconds = meta[-1]
             stats.add(fl.call, seconds)
             self._driver.record_batch(fl.call, meta[-2], seconds, len(b.keys), f"{fl.group.name}/{fl.actor}")
-            old = self._cost.get(fl.call)
-            self._cost[fl.call] = seconds if old is None else old + COST_SMOOTHING * (seconds - old)
+            self._cost.add(fl.call, seconds)
             if meta[0] == "err":
                 sched.fail(b.id, meta[1])
                 continue
@@ -385,55 +380,8 @@ class RayExecutor:
         name = sched.plan.calls[fl.call].name
         cause = Cause("lost", f"an input payload of this item was lost with a Ray node ({type(exc).__name__}); "
                       "its input is run again", name, type(exc).__name__)
-        marks = [[gone is None or gone in _sources(x) for x in b.inputs] for b in fl.batches]
+        marks = [[gone is None or gone in sources(x) for x in b.inputs] for b in fl.batches]
         if gone is not None and not any(map(any, marks)):  # the lost object is none we sent
             marks = [[True] * len(b.inputs) for b in fl.batches]
         for b, m in zip(fl.batches, marks):
             sched.lose(b.id, m, cause)
-
-
-def _sources(x, out: set | None = None) -> set:
-    """Hex ids of the object-store payloads an input value refers to."""
-    out = set() if out is None else out
-    if type(x) is Ref:
-        out.add(x.src.hex())
-    elif type(x) in (tuple, list):
-        for y in x:
-            _sources(y, out)
-    return out
-
-
-def output_calls(plan) -> set[int]:
-    """Calls whose payloads hold output values (through filters, zips and broadcasts, which pass
-    values on as they are)."""
-    by_slot = {n.out_slot: n for n in plan.nodes}
-    out, seen = set(), set()
-    stack = [by_slot[plan.output_slot(name)] for name in plan.outputs]
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.call >= 0 and n.kind != "filter":
-            out.add(n.call)
-        else:
-            stack.extend(by_slot[s] for s in n.in_slots if s in by_slot)
-    return out
-
-
-MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
-
-
-def _measure_memory(groups: list[Group], flight: dict) -> None:
-    """Each actor's peak resident memory into its WorkerStats (skipped for an actor still
-    starting, and for one that does not answer in time: a reading is a report, never a reason
-    to hold the run)."""
-    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)
-             if a is not None and not any(flight[r].call == BIND for r in g.flight[i])}
-    ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
-    for ref in ready:
-        g, i = asked[ref]
-        try:
-            g.stats[i].peak_rss, g.stats[i].peak_private = ray.get(ref)
-        except ray.exceptions.RayError:
-            pass

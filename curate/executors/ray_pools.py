@@ -157,3 +157,21 @@ def check_picklable(groups: list[Group]) -> None:
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+MEMORY_WAIT_S = 5.0  # the longest a clean run's end waits for its actors' memory readings
+
+
+def measure_memory(groups: list[Group], up) -> None:
+    """Each actor's peak resident memory into its WorkerStats (skipped for an actor not `up(g,
+    i)` yet, still starting, and for one that does not answer in time: a reading is a report,
+    never a reason to hold the run)."""
+    asked = {a.memory.remote(): (g, i) for g in groups for i, a in enumerate(g.actors)
+             if a is not None and up(g, i)}
+    ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=MEMORY_WAIT_S)
+    for ref in ready:
+        g, i = asked[ref]
+        try:
+            g.stats[i].peak_rss, g.stats[i].peak_private = ray.get(ref)
+        except ray.exceptions.RayError:
+            pass

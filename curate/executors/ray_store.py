@@ -84,3 +84,32 @@ def _to_wire(x, refs: list, pos: dict):
     if t is list:
         return [_to_wire(y, refs, pos) for y in x]
     return x
+
+
+def sources(x, out: set | None = None) -> set:
+    """Hex ids of the object-store payloads an input value refers to."""
+    out = set() if out is None else out
+    if type(x) is Ref:
+        out.add(x.src.hex())
+    elif type(x) in (tuple, list):
+        for y in x:
+            sources(y, out)
+    return out
+
+
+def output_calls(plan) -> set[int]:
+    """Calls whose payloads hold output values (through filters, zips and broadcasts, which pass
+    values on as they are)."""
+    by_slot = {n.out_slot: n for n in plan.nodes}
+    out, seen = set(), set()
+    stack = [by_slot[plan.output_slot(name)] for name in plan.outputs]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.call >= 0 and n.kind != "filter":
+            out.add(n.call)
+        else:
+            stack.extend(by_slot[s] for s in n.in_slots if s in by_slot)
+    return out
