@@ -1,11 +1,16 @@
 """PDF -> Markdown pages/s on the real PDFs of ../shared/data/pdfs, side by side in one run:
 
 - curate: the bundled `pdf_to_markdown` recipe on curate's Ray executor (2 RapidOCR actors with
-  one onnxruntime thread each, the other stages on light workers), after an untimed warm-up run;
-  end to end and execution phase (once every actor is up), plus the OCR pool's batch fill;
+  one onnxruntime thread each, the other stages on light workers), after an untimed warm-up run:
+  - one-shot `cu.run`, end to end (its actors start and load their models inside the timing) and
+    its execution phase (from the first worker);
+  - a warm `cu.Session`'s second run (`curate warm session`): its actors started and loaded their
+    models in the session's untimed first run, as the loop builds its models before its timing;
+  plus the OCR recognition pool's batch fill;
 - a plain sequential loop in this process over the same backends with the same settings
-  (PdfPages -> PdfText.check -> PdfText.regions -> Render.crops -> RapidOcr.ocr_regions ->
-  page_markdown -> document_markdown), models built once, after the same warm-up;
+  (PdfPages -> PdfText.check -> PdfText.regions -> Render.crops -> RapidOcr.detect_lines ->
+  RapidOcr.read_lines (a region's lines in one call) -> join_lines -> page_markdown ->
+  document_markdown), models built once, after the same warm-up;
 - pymupdf4llm's whole-document conversion (`pymupdf4llm.to_markdown(path)`; no OCR);
 - native MinerU 4 flash (`mineru.parser.parse(path, tier="flash")`; text layer, no OCR models).
 
@@ -45,7 +50,7 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
     from curate.modalities.pdf.documents import PdfPages
     from curate.modalities.pdf.render import Render
     from curate.models.pdf_text import PdfText
-    from curate.models.rapidocr import RapidOcr
+    from curate.models.rapidocr import RapidOcr, join_lines, with_text
 
     expand, text, render, ocr = PdfPages(), PdfText(force_ocr=force_ocr), Render(), RapidOcr(threads=1)
     start, pages_done = time.perf_counter(), 0
@@ -57,20 +62,39 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
             (regions,) = text.regions([checked])
             layer = [r for r in regions if r.content is not None]
             todo = [r for r in regions if r.content is None]
-            read = [ocr.ocr_regions(render.crops([(checked, r)]))[0] for r in todo]
+            read = []
+            for region in todo:
+                (crop,) = render.crops([(checked, region)])
+                (lines,) = ocr.detect_lines([crop])
+                read += with_text([(region, join_lines([ocr.read_lines(lines)])[0])])
             rows.append(page_markdown([(checked, layer, read)])[0])
         document_markdown([rows])
         pages_done += len(pages)
     return pages_done, time.perf_counter() - start
 
 
-def curate_run(paths: list[str], force_ocr: bool):
-    import curate as cu
+SETS: list[str] = []  # --set overrides of the recipe, for curate's rows
+
+
+def recipe_pipeline(force_ocr: bool):
     from curate.recipe import load_recipe
 
     recipe = load_recipe(ROOT / "recipes" / "pdf_to_markdown.yaml",
-                         [f"pools.pdf_text.init.force_ocr={'true' if force_ocr else 'false'}"], input_given=True)
-    return cu.run(recipe.pipeline, paths, executor="ray")
+                         [f"pools.pdf_text.init.force_ocr={'true' if force_ocr else 'false'}", *SETS], input_given=True)
+    return recipe.pipeline
+
+
+def curate_run(paths: list[str], force_ocr: bool):
+    import curate as cu
+
+    return cu.run(recipe_pipeline(force_ocr), paths, executor="ray")
+
+
+def _curate_rows(label: str, res) -> list[tuple]:
+    pages = sum(1 for _ in res.items("pages"))
+    ocr = res.metrics.calls.get("RapidOcr.read_lines")
+    fill = f"OCR line batches: fill {ocr.batch_fill:.2f}, {ocr.batches} batches" if ocr and ocr.batches else ""
+    return [(label, pages, res.metrics.wall_s, fill)]
 
 
 def pymupdf4llm_run(paths: list[str]) -> tuple[int, float]:
@@ -113,28 +137,35 @@ def main() -> None:
     ap.add_argument("--workloads", default="corpus,scans")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--set", action="append", default=[], help="a recipe override for curate, as `curate run --set`")
+    ap.add_argument("--curate-only", action="store_true", help="skip pymupdf4llm and MinerU flash")
     args = ap.parse_args()
+    SETS.extend(args.set)
     results: dict = {}
     import ray
+
+    import curate as cu
 
     ray.init(address="local", include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
     for workload in args.workloads.split(","):
         force = workload == "scans"
         paths = [str(DATA / n) for n in SCANS] if force else corpus_files()
-        curate_run(paths[:2], force)  # untimed warm-up: workers, imports, ONNX sessions
-        sequential(paths[:1], force)
+        # untimed warm-ups, each with a page that needs OCR (ONNX's first inference is 2-3x slower)
+        warm = [*paths[:2], *(p for p in paths[2:] if Path(p).name == SCANS[0])]
+        curate_run(warm, force)
+        sequential(warm, force)
         rows = []
         for _ in range(args.repeats):
             pages, secs = sequential(paths, force)
             rows.append(("sequential loop", pages, secs, None))
             res = curate_run(paths, force)
-            pages_c = sum(1 for _ in res.items("pages"))
-            ocr = res.metrics.calls.get("RapidOcr.ocr_regions")
-            fill = f"OCR fill {ocr.batch_fill:.2f} ({ocr.batches} batches)" if ocr and ocr.batches else ""
-            rows.append(("curate end to end", pages_c, res.metrics.wall_s, fill))
-            rows.append(("curate execution", pages_c, res.metrics.execution_s, None))
-            if not force:
+            rows += _curate_rows("curate end to end", res)
+            rows.append(("curate execution", rows[-1][1], res.metrics.execution_s, None))
+            with cu.Session(executor="ray") as session:
+                session.run(recipe_pipeline(force), warm)  # untimed: actors up, models loaded and run once
+                rows += _curate_rows("curate warm session", session.run(recipe_pipeline(force), paths))
+            if not force and not args.curate_only:
                 rows.append(("pymupdf4llm", *pymupdf4llm_run(paths), "no OCR"))
                 rows.append(("mineru 4 flash", *mineru_run(paths), "no OCR models"))
         base = {r[0]: r for r in rows}["sequential loop"]

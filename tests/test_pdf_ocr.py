@@ -4,13 +4,15 @@ text layer (one page: RapidOCR takes 5-10 s a page on this 2-core machine)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow.parquet as pq
 import pymupdf
 import pytest
-from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord
+from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord, RegionText, TextLine
 from curate.models.protocols import Ocr
-from curate.models.rapidocr import RapidOcr, _image_of, lines_to_text
+from curate.models.rapidocr import RapidOcr, _image_of, join_lines, lines_to_text, with_text
 from pdf_samples import REAL
 from pdf_tokens import f1
 from PIL import Image
@@ -60,6 +62,37 @@ def test_regions_get_their_text_score_and_time_and_lose_their_crop(ocr, typeset)
     (read,) = ocr.ocr_regions([region])
     assert read.content.lower() == "\n".join(LINES).lower() and read.source == "rapidocr" and read.crop is None
     assert 0.5 < read.score <= 1 and read.seconds > 0.25
+
+
+def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, typeset):
+    """The recipe's two Calls (detect_lines: region -> lines; read_lines: lines of any regions in
+    one batch) and its reduce (join_lines, with_text) give the region that ocr_regions gives."""
+    region = RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset, seconds=0.25)
+    blank = replace(region, crop=np.full((40, 120, 3), 255, np.uint8))
+    lines, none, bad = ocr.detect_lines([region, blank, replace(region, crop=None)])
+    assert none == [] and isinstance(bad, cu.ItemFailure) and isinstance(bad.cause, cu.InputError)
+    assert len(lines) == len(LINES) and all(isinstance(ln, TextLine) and ln.text is None for ln in lines)
+    assert all(ln.crop.ndim == 3 and ln.crop.shape[1] > ln.crop.shape[0] for ln in lines)  # lying flat, upright
+    assert lines[0].box[1] < lines[1].box[1] and all(ln.box[2] <= typeset.shape[1] for ln in lines)
+    twice = ocr.read_lines([*lines, *lines])  # one batch holding the lines of two regions
+    assert [ln.text.lower() for ln in twice] == [ln.lower() for ln in LINES * 2]
+    assert all(ln.crop is None and 0.5 < ln.score <= 1 and ln.seconds > 0 for ln in twice)
+    text, empty = join_lines([twice[:2][::-1], []])  # the reduce restores reading order from the boxes
+    assert text.text.lower() == "\n".join(LINES).lower() and text.lines == 2 and empty == RegionText("")
+    (read,) = with_text([(region, text)])
+    (one_call,) = ocr.ocr_regions([region])
+    assert (read.content, read.source, read.crop, read.kind) == (one_call.content, "rapidocr", None, "text")
+    assert read.score == pytest.approx(one_call.score, abs=0.02) and read.seconds > 0.25
+
+
+def test_a_line_under_the_text_score_keeps_its_score_and_loses_its_text(typeset):
+    strict = RapidOcr(text_score=1.01)  # no line can score this
+    (lines,) = strict.detect_lines([RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset)])
+    read = strict.read_lines(lines)
+    assert [ln.text for ln in read] == ["", ""] and all(ln.score > 0.5 for ln in read)
+    assert join_lines([read]) == [RegionText("", None, 0, pytest.approx(sum(ln.seconds for ln in read)))]
+    with pytest.raises(ValueError, match="rec_batch_num"):
+        RapidOcr(rec_batch_num=0)
 
 
 def test_a_bad_item_fails_alone(ocr):

@@ -171,7 +171,7 @@ def test_the_recipe_bounds_what_one_page_can_cost():
     absurdly large page is capped (long side, then max_pixels) before it is rendered."""
     recipe = load_recipe(ROOT / "recipes" / "pdf_to_markdown.yaml", input_given=True)
     steps = {s["id"]: s for s in recipe.data["steps"]}
-    assert steps["crops"]["map"]["timeout_s"] > 0 and steps["read"]["map"]["timeout_s"] > 0
+    assert all(steps[s][kind]["timeout_s"] > 0 for s, kind in [("crops", "map"), ("lines", "expand"), ("read_lines", "map")])
     assert recipe.data["pools"]["render"]["init"]["max_pixels"] == 3500 * 3500
     assert steps["pages"]["expand"]["init"]["max_long_side"] == 3500 and recipe.input_spec is None
     assert recipe.description.startswith("PDF files to Markdown")

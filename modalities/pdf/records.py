@@ -1,4 +1,4 @@
-"""The PDF modality's domains and records: Document -> Page -> Region.
+"""The PDF modality's domains and records: Document -> Page -> Region (-> Line, for OCR).
 
 Records are frozen and check themselves (STYLE 3); derive new ones with `dataclasses.replace`.
 They carry paths and numbers until the stage that needs pixels renders them (STYLE 17): a page
@@ -19,6 +19,7 @@ import curate as cu
 Document = cu.Domain("document")
 Page = Document.child("page")
 Region = Page.child("region")
+Line = Region.child("line")  # a text line that OCR detection found in a region's pixels
 
 # What a region is, whatever found it (the PDF's own structure, RapidOCR, or a layout model);
 # MinerU 2.5's block types map onto these (see models/mineru25.py).
@@ -135,6 +136,37 @@ class RegionRecord:
             raise ValueError(f"region order {self.order}")
         if self.level < 0:
             raise ValueError(f"region level {self.level}; 0 (not a title) or 1, 2, 3...")
+
+
+@dataclass(frozen=True, slots=True)
+class TextLine:
+    """One line of text that OCR detection found in a region's pixels: where (`box`, pixels of
+    the region's crop, origin top left), its own pixels (`crop`, numpy uint8 HxWx3 in BGR
+    order as the recogniser takes them, straightened and upright) until recognition reads them, then its `text` and `score` (recognition
+    confidence; a line under the backend's `text_score` keeps its score and gets `text` ""), and
+    the seconds spent on it (its share of detection, then its recognition)."""
+
+    box: tuple[float, float, float, float]
+    crop: object = None
+    text: str | None = None
+    score: float | None = None
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        x0, y0, x1, y1 = self.box
+        if not (x0 <= x1 and y0 <= y1):
+            raise ValueError(f"line box {self.box}: x0 <= x1 and y0 <= y1")
+
+
+@dataclass(frozen=True, slots=True)
+class RegionText:
+    """A region's text as OCR read it, line by line: the reduce of its `TextLine`s (see
+    `curate.models.rapidocr.join_lines`), joined back onto the region by `with_text`."""
+
+    text: str
+    score: float | None = None  # mean confidence of the lines kept; None when none was
+    lines: int = 0  # lines kept
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
