@@ -314,8 +314,7 @@ def suite_realwork(quick: bool) -> tuple[dict, list[Table]]:
         for r in rows:
             t.add(r["system"], r["pages"], f"{r['seconds']:.2f}", f"{r['pages_per_s']:.2f}", f"{r['vs_loop']:.2f}",
                   r["note"])
-        e2e = next(r["vs_loop"] for r in rows if r["system"] == "curate end to end")
-        t.target(f"curate e2e / sequential loop ({workload})", e2e, ">= 1.8", e2e >= 1.8)
+        _loop_targets(t, rows, workload)
         tables.append(t)
     if "video" in res:
         v = res["video"]
@@ -324,10 +323,19 @@ def suite_realwork(quick: bool) -> tuple[dict, list[Table]]:
         t.header()
         for r in v["rows"]:
             t.add(r["system"], r["clips"], f"{r['seconds']:.2f}", f"{r['clips_per_s']:.3f}", f"{r['vs_loop']:.2f}")
-        e2e = next(r["vs_loop"] for r in v["rows"] if r["system"] == "curate end to end")
-        t.target("curate e2e / sequential loop (video)", e2e, ">= 1.8", e2e >= 1.8)
+        _loop_targets(t, v["rows"], "video")
         tables.append(t)
     return res, tables
+
+
+def _loop_targets(t: Table, rows: list[dict], workload: str) -> None:
+    """The 1.8x target twice: one-shot end to end (curate's actors start and load their models
+    inside the timing, the loop's models are built before it), and a warm session's run (models
+    loaded before the timing on both sides)."""
+    got = {r["system"]: r["vs_loop"] for r in rows}
+    for system, label in (("curate end to end", "one-shot e2e"), ("curate warm session", "warm session")):
+        if system in got:
+            t.target(f"curate {label} / sequential loop ({workload})", got[system], ">= 1.8", got[system] >= 1.8)
 
 
 def suite_simulation(quick: bool) -> tuple[dict, list[Table]]:

