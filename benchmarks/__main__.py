@@ -56,6 +56,13 @@ def _fmt(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def _cell(text: str, column: str, width: int, index: int) -> str:
+    """A printed cell: the first column and notes to the left (a note after two spaces), numbers right."""
+    if column == "note":
+        return f"  {text}"
+    return f"{text:>{width}}" if index else f"{text:<{width}}"
+
+
 class Table:
     """A printed and recorded table: header, rows, and targets (name, value, goal, met)."""
 
@@ -64,12 +71,11 @@ class Table:
 
     def add(self, *cells) -> None:
         self.rows.append([str(c) for c in cells])
-        print("".join(f"{c:>{w}}" if i else f"{c:<{w}}" for i, (c, (_, w)) in enumerate(zip(self.rows[-1], self.columns))),
-              flush=True)
+        print("".join(_cell(c, n, w, i) for i, (c, (n, w)) in enumerate(zip(self.rows[-1], self.columns))), flush=True)
 
     def header(self) -> None:
         print(f"\n{self.title}")
-        print("".join(f"{n:>{w}}" if i else f"{n:<{w}}" for i, (n, w) in enumerate(self.columns)), flush=True)
+        print("".join(_cell(n, n, w, i) for i, (n, w) in enumerate(self.columns)), flush=True)
 
     def target(self, name: str, value: float | None, goal: str, met: bool | None) -> None:
         self.targets.append((name, value, goal, met))
