@@ -113,11 +113,14 @@ class RapidOcr:
                 out.append(cu.ItemFailure(exc))
                 continue
             start = time.perf_counter()
-            quads, _ = self.engine(rgb[:, :, ::-1].copy(), use_cls=False, use_rec=False)
-            quads = quads or []
-            crops = [_straighten(rgb, quad) for quad in quads]
+            # lines are cut from the image as RapidOCR sizes it (long side <= max_side_len, 2,000 px):
+            # its angle classifier, trained on such crops, turned a sharper 200 dpi fax line upside down
+            bgr, ratio_h, ratio_w = self.engine.preprocess(rgb[:, :, ::-1].copy())
+            quads = self.engine(bgr, use_cls=False, use_rec=False)[0] or []
+            crops = [_straighten(bgr, quad) for quad in quads]
             share = (time.perf_counter() - start) / max(len(quads), 1)
-            out.append([TextLine(box=_bounds(q), crop=c, seconds=share) for q, c in zip(quads, crops)])
+            out.append([TextLine(box=_scaled(_bounds(q), ratio_w, ratio_h), crop=c, seconds=share)
+                        for q, c in zip(quads, crops)])
         return out
 
     def read_lines(self, lines: list[TextLine]) -> list[TextLine]:
@@ -164,7 +167,11 @@ def with_text(items: list[tuple[RegionRecord, RegionText]]) -> list[RegionRecord
                     seconds=region.seconds + read.seconds) for region, read in items]
 
 
-def _straighten(rgb: Any, quad) -> Any:
+def _scaled(box: tuple[float, float, float, float], sx: float, sy: float) -> tuple[float, float, float, float]:
+    return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
+
+
+def _straighten(bgr: Any, quad) -> Any:
     """The pixels inside a detected quadrilateral (clockwise from top left), warped to an upright
     rectangle; a line much taller than wide (vertical writing) is turned to lie on its side."""
     import cv2
@@ -175,7 +182,7 @@ def _straighten(rgb: Any, quad) -> Any:
     height = max(int(max(np.linalg.norm(pts[0] - pts[3]), np.linalg.norm(pts[1] - pts[2]))), 1)
     target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
     warp = cv2.getPerspectiveTransform(pts, target)
-    crop = cv2.warpPerspective(rgb[:, :, ::-1], warp, (width, height), borderMode=cv2.BORDER_REPLICATE,
+    crop = cv2.warpPerspective(bgr, warp, (width, height), borderMode=cv2.BORDER_REPLICATE,
                                flags=cv2.INTER_CUBIC)  # BGR, as RapidOCR's recogniser takes it
     return np.ascontiguousarray(np.rot90(crop) if height >= 1.5 * width else crop)
 

@@ -10,7 +10,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pymupdf
 import pytest
+from curate.modalities.pdf.documents import PdfPages
 from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord, RegionText, TextLine
+from curate.modalities.pdf.render import Render
 from curate.models.protocols import Ocr
 from curate.models.rapidocr import RapidOcr, _image_of, join_lines, lines_to_text, with_text
 from pdf_samples import REAL
@@ -83,6 +85,20 @@ def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, types
     (one_call,) = ocr.ocr_regions([region])
     assert (read.content, read.source, read.crop, read.kind) == (one_call.content, "rapidocr", None, "text")
     assert read.score == pytest.approx(one_call.score, abs=0.02) and read.seconds > 0.25
+
+
+def test_lines_of_a_real_scan_read_exactly_what_one_call_reads(ocr):
+    """The fax letter renders at 1653x2339 px, past RapidOCR's 2,000 px working size: its lines
+    must be cut from the image as RapidOCR sizes it (cut sharper, one was read upside down)."""
+    (pages,) = PdfPages()([str(REAL / "docling_scanned_fax_letter.pdf")])
+    (image,) = Render()(pages[:1])
+    region = RegionRecord(kind="text", bbox=(0, 0, pages[0].width_pt, pages[0].height_pt), order=0, crop=image.image)
+    (lines,) = ocr.detect_lines([region])
+    (text,) = join_lines([ocr.read_lines(lines)])
+    (one_call,) = ocr.ocr_regions([region])
+    assert max(image.image.shape) > 2000 and text.text == one_call.content and text.score == pytest.approx(one_call.score)
+    assert "analogous electrical video signal" in text.text
+    assert max(ln.box[2] for ln in lines) <= image.image.shape[1] and max(ln.box[3] for ln in lines) <= image.image.shape[0]
 
 
 def test_a_line_under_the_text_score_keeps_its_score_and_loses_its_text(typeset):
