@@ -308,6 +308,9 @@ def decord_frames_at(path: str, times: list[float], size: tuple[int, int], fps: 
         batch = reader.get_batch(index).asnumpy()
         stamps = reader.get_frame_timestamp(index)[:, 0]
         first = float(reader.get_frame_timestamp([0])[0, 0])
+        # back to the start: a kept reader left mid-file goes on decoding ahead into memory while it
+        # waits for the next call (dmlc/decord#197, #208): a worker grew by ~6 MiB a batch on a long video
+        reader.seek(0)
     return [(float(s) - first, batch[i]) for i, s in enumerate(stamps)]
 
 
