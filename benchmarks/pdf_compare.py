@@ -90,11 +90,10 @@ def curate_run(paths: list[str], force_ocr: bool):
     return cu.run(recipe_pipeline(force_ocr), paths, executor="ray")
 
 
-def _curate_rows(label: str, res) -> list[tuple]:
-    pages = sum(1 for _ in res.items("pages"))
+def _curate_row(label: str, res, pages: int) -> tuple:
     ocr = res.metrics.calls.get("RapidOcr.read_lines")
     fill = f"OCR line batches: fill {ocr.batch_fill:.2f}, {ocr.batches} batches" if ocr and ocr.batches else ""
-    return [(label, pages, res.metrics.wall_s, fill)]
+    return label, pages, res.metrics.wall_s, fill
 
 
 def pymupdf4llm_run(paths: list[str]) -> tuple[int, float]:
@@ -160,11 +159,13 @@ def main() -> None:
             pages, secs = sequential(paths, force)
             rows.append(("sequential loop", pages, secs, None))
             res = curate_run(paths, force)
-            rows += _curate_rows("curate end to end", res)
-            rows.append(("curate execution", rows[-1][1], res.metrics.execution_s, None))
+            pages_c = sum(1 for _ in res.items("pages"))
+            rows.append(_curate_row("curate end to end", res, pages_c))
+            rows.append(("curate execution", pages_c, res.metrics.execution_s, None))
             with cu.Session(executor="ray") as session:
                 session.run(recipe_pipeline(force), warm)  # untimed: actors up, models loaded and run once
-                rows += _curate_rows("curate warm session", session.run(recipe_pipeline(force), paths))
+                warm_res = session.run(recipe_pipeline(force), paths)
+                rows.append(_curate_row("curate warm session", warm_res, sum(1 for _ in warm_res.items("pages"))))
             if not force and not args.curate_only:
                 rows.append(("pymupdf4llm", *pymupdf4llm_run(paths), "no OCR"))
                 rows.append(("mineru 4 flash", *mineru_run(paths), "no OCR models"))

@@ -75,7 +75,6 @@ class RapidOcr:
                            rec_model_path=f"{model}/rec.onnx")
         self.engine = rapidocr.RapidOCR(**options)
         self.model, self.device, self.batch_size = model, device, batch_size
-        self.text_score = text_score
 
     def ocr(self, images: list) -> list:
         """Per image item: its text in reading order ("" if it shows none), or an ItemFailure."""
@@ -105,6 +104,8 @@ class RapidOcr:
     def detect_lines(self, regions: list) -> list:
         """Expand: per region with a crop, its text lines in detection order (`TextLine`s with their
         pixels; the detection time shared out over them), [] if it shows none, or an ItemFailure."""
+        import numpy as np
+
         out = []
         for region in regions:
             try:
@@ -117,7 +118,8 @@ class RapidOcr:
             # its angle classifier, trained on such crops, turned a sharper 200 dpi fax line upside down
             bgr, ratio_h, ratio_w = self.engine.preprocess(rgb[:, :, ::-1].copy())
             quads = self.engine(bgr, use_cls=False, use_rec=False)[0] or []
-            crops = [_straighten(bgr, quad) for quad in quads]
+            # straightened and upright, as RapidOCR cuts them for its recogniser (BGR)
+            crops = self.engine.get_crop_img_list(bgr, [np.asarray(q, dtype=np.float32) for q in quads])
             share = (time.perf_counter() - start) / max(len(quads), 1)
             out.append([TextLine(box=_scaled(_bounds(q), ratio_w, ratio_h), crop=c, seconds=share)
                         for q, c in zip(quads, crops)])
@@ -137,7 +139,7 @@ class RapidOcr:
         out = []
         for line, (text, score, *_) in zip(lines, results, strict=True):
             score = float(score)
-            out.append(replace(line, crop=None, text=text if score >= self.text_score else "", score=score,
+            out.append(replace(line, crop=None, text=text if score >= self.engine.text_score else "", score=score,
                                seconds=line.seconds + share))
         return out
 
@@ -169,22 +171,6 @@ def with_text(items: list[tuple[RegionRecord, RegionText]]) -> list[RegionRecord
 
 def _scaled(box: tuple[float, float, float, float], sx: float, sy: float) -> tuple[float, float, float, float]:
     return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
-
-
-def _straighten(bgr: Any, quad) -> Any:
-    """The pixels inside a detected quadrilateral (clockwise from top left), warped to an upright
-    rectangle; a line much taller than wide (vertical writing) is turned to lie on its side."""
-    import cv2
-    import numpy as np
-
-    pts = np.asarray(quad, dtype=np.float32)
-    width = max(int(max(np.linalg.norm(pts[0] - pts[1]), np.linalg.norm(pts[2] - pts[3]))), 1)
-    height = max(int(max(np.linalg.norm(pts[0] - pts[3]), np.linalg.norm(pts[1] - pts[2]))), 1)
-    target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
-    warp = cv2.getPerspectiveTransform(pts, target)
-    crop = cv2.warpPerspective(bgr, warp, (width, height), borderMode=cv2.BORDER_REPLICATE,
-                               flags=cv2.INTER_CUBIC)  # BGR, as RapidOCR's recogniser takes it
-    return np.ascontiguousarray(np.rot90(crop) if height >= 1.5 * width else crop)
 
 
 def lines_to_text(boxes: list[tuple[float, float, float, float]], texts: list[str]) -> str:

@@ -149,8 +149,8 @@ class RayExecutor:
         """Bind the warm actors and start the first new ones; the loop takes each actor into
         work as it answers (`_bound`), so the first pools work while the last still start."""
         self._startup_store, self._up, self._starting = store, 0, 0
-        self._pending = deque(sorted(((a, i) for i, g in enumerate(groups) for a, x in enumerate(g.actors)
-                                      if x is None), key=lambda t: (t[0], t[1])))
+        self._pending = deque(sorted((a, i) for i, g in enumerate(groups) for a, x in enumerate(g.actors)
+                                     if x is None))  # (replica index, group index)
         self._start_cap = max(1, math.floor(self.cluster.resources.get("CPU", 0.0) * STARTING_PER_CPU))
         for g in groups:
             for a, actor in enumerate(g.actors):
