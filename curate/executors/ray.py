@@ -6,7 +6,8 @@ stay in the object store (`ray_store`): the driver gets per-item outcome codes a
 keeps `Ref`s, and a downstream batch names the upstream payloads it needs as top-level
 arguments, so Ray moves them from worker to worker. Each actor holds up to `pipeline_depth`
 calls so dispatch hides behind compute, and a call carries several batches of a cheap Call
-(about BUNDLE_TARGET_S of work) so cheap stages do not pay one round trip per batch. With
+(about BUNDLE_TARGET_S of work) so cheap stages do not pay one round trip per batch. CPU work
+starts on a node only while it fits the node's cores (`ray_cores`). With
 `keep_warm` (a `cu.Session`), actors and the writer actor outlive the run for the next one."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from curate.core.outcome import BatchReport
 from curate.errors import Cause, ClusterLostError, CurateError
 from curate.executors import CallCosts, PoolReport, timeout_cause
 from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster
+from curate.executors.ray_cores import CoreSlots
 from curate.executors.ray_pools import Group, WarmPools, kill, make_groups, measure_memory
 from curate.executors.ray_store import RayStore, _to_wire, output_calls, sources
 from curate.executors.ray_worker import UNBOUND, Ref
@@ -74,7 +76,10 @@ class RayExecutor:
         self._store: RayStore | None = None
         self._flight: dict = {}
         self._cost = CallCosts(BUNDLE_TARGET_S)
+        self._slots = CoreSlots()
         self._secured: set[int] = set()
+        self._cpus: dict[str, float | None] = {}
+        self._load: dict[str | None, float] = {}
 
     def close(self) -> None:
         """Release every actor kept warm (a session's end)."""
@@ -87,9 +92,11 @@ class RayExecutor:
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
         driver.cluster = self.cluster = connect(self.address, self.ray_init)
-        self._driver, self._flight, self._cost = driver, {}, CallCosts(BUNDLE_TARGET_S)
+        self._driver, self._flight, self._cost, self._slots = driver, {}, CallCosts(BUNDLE_TARGET_S), CoreSlots()
         self._secured = output_calls(driver.plan)
         self.groups = groups = make_groups(driver)
+        # a freed core goes to the pool nearest the outputs first: parents finish, memory drains
+        order = sorted(range(len(groups)), key=lambda i: -max(driver.plan.calls[c].node for c in groups[i].calls))
         self._run = uuid.uuid4().hex
         self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self._lost(s)))
         self.warm.start(groups)
@@ -104,8 +111,9 @@ class RayExecutor:
             while True:
                 if self._up:  # work begins with the first actor that answered
                     driver.step()
-                    for g in groups:
-                        self._dispatch(driver, g)
+                    self._load = self._running_cores()
+                    for i in order:
+                        self._dispatch(driver, groups[i], i)
                     if not any(fl.call >= 0 for fl in self._flight.values()):  # pings and binds aside
                         if driver.idle_done():
                             break
@@ -178,12 +186,13 @@ class RayExecutor:
         start (its stage does not unpickle on the worker, a runtime_env fails) stops the run
         with the reason, since no item of its Calls could ever run."""
         try:
-            ray.get(ref)
+            node, cores = ray.get(ref)
         except ray.exceptions.RayError as exc:
             raise CurateError(
                 f"workers could not start: pool {fl.group.name}: {str(exc).strip().splitlines()[-1]}. Stages must "
                 "be importable on the workers: define them in an installed module or the driver script, or ship "
                 "code with ray_init={'runtime_env': ...}") from None
+        self._slots.place(next(i for i, g in enumerate(self.groups) if g is fl.group), fl.actor, node, cores, self._node_cpus(node))
         if fl.new:  # the next actor may start
             self._starting -= 1
             self._launch()
@@ -192,6 +201,24 @@ class RayExecutor:
             driver.started_workers(self._startup_store)
         if self._up == sum(len(g.actors) for g in self.groups):
             driver.workers_ready_s = time.perf_counter() - driver.started
+
+    def _node_cpus(self, node: str) -> float | None:
+        """Ray's CPU count of `node` (what the cluster was told it has), None if unknown."""
+        if node not in self._cpus:
+            self._cpus = {n["NodeID"]: n.get("Resources", {}).get("CPU") for n in ray.nodes() if n.get("Alive")}
+        return self._cpus.get(node)
+
+    def _running_cores(self) -> dict[str | None, float]:
+        """Per node: the estimated cores of the calls CPU pools' actors are running now."""
+        load: dict[str | None, float] = {}
+        for i, g in enumerate(self.groups):
+            if g.resources.uses_gpu:
+                continue
+            for a, mine in enumerate(g.flight):
+                if mine and (call := self._flight[mine[0]].call) >= 0:
+                    node = self._slots.node.get((i, a))
+                    load[node] = load.get(node, 0.0) + self._slots.cores_of(call)
+        return load
 
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
@@ -255,7 +282,7 @@ class RayExecutor:
         g.flight[a].append(ping)
         g.since[a] = time.perf_counter()
 
-    def _dispatch(self, driver, g: Group) -> None:
+    def _dispatch(self, driver, g: Group, gi: int) -> None:
         sched = driver.sched
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
@@ -265,6 +292,13 @@ class RayExecutor:
             call = self._pick(sched, g, a)
             if call is None:
                 return
+            if not g.resources.uses_gpu:  # CPU work starts only where it fits the node's cores
+                node, cores = self._slots.node.get((gi, a)), self._slots.cores_of(call)
+                load = self._load.get(node, 0.0)
+                if not g.flight[a]:  # an idle actor waits for a core; a busy one keeps its own
+                    if not self._slots.fits(load, node, cores):
+                        continue
+                    self._load[node] = load + cores
             free = sum(max(0, self.depth - len(f)) for f in g.flight)
             spec = sched.plan.calls[call]
             k = self._cost.bundle(spec, math.ceil(sched.ready(call) / spec.batch_size / max(1, free)))
@@ -353,14 +387,15 @@ class RayExecutor:
         kind = sched.plan.calls[fl.call].kind
         stats = fl.group.stats[fl.actor]
         for bi, (b, meta) in enumerate(zip(fl.batches, metas)):
-            seconds = meta[-1]
+            start, seconds, cores = meta[-3:]
             stats.add(fl.call, seconds)
-            self._driver.record_batch(fl.call, meta[-2], seconds, len(b.keys), f"{fl.group.name}/{fl.actor}")
+            self._driver.record_batch(fl.call, start, seconds, len(b.keys), f"{fl.group.name}/{fl.actor}")
             self._cost.add(fl.call, seconds)
+            self._slots.add(fl.call, cores)
             if meta[0] == "err":
                 sched.fail(b.id, meta[1])
                 continue
-            _, codes, causes, counts, nbytes, _, _ = meta
+            _, codes, causes, counts, nbytes = meta[:5]
             n = len(b.keys)
             if kind == "expand":
                 values = [[Ref(fl.payload, bi, i, c) for c in range(counts[i])] for i in range(n)]

@@ -17,6 +17,7 @@ from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, EngineError, build_stage
 from curate.executors import peak_rss, private_rss
+from curate.executors.ray_cores import CoreMeter, usable_cores
 
 
 class _Counter:
@@ -105,9 +106,10 @@ class PoolWorker:
         self._obj = None
         self._peak_private = 0  # the largest private memory seen at the end of a batch
 
-    def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> bool:
+    def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> tuple[str, float]:
+        """Serve `calls` for `run`; returns this actor's node and the cores it may use there."""
         self._run, self._calls = run, calls
-        return True
+        return ray.get_runtime_context().get_node_id(), usable_cores()
 
     def _fn(self, call: int):
         kind, name, what = self._calls[call]
@@ -120,18 +122,18 @@ class PoolWorker:
     @ray.method(num_returns=2)
     def run(self, run: str, call: int, batches: list[list], *payloads):
         """Run each batch of one Call; returns (metadata, payload): per batch either
-        ("ok", codes, causes, child counts, value bytes, start, seconds) or ("err", Cause, start,
-        seconds). Values that cannot be pickled FAIL their items here, before Ray sends them."""
+        ("ok", codes, causes, child counts, value bytes, start, seconds, cores) or ("err", Cause,
+        start, seconds, cores), where cores is how many the batch kept busy (ray_cores). Values that cannot be pickled FAIL their items here, before Ray sends them."""
         if run != self._run:  # restarted since bind: nothing ran, the batches go back unharmed
             return [(UNBOUND,)] * len(batches), [None] * len(batches)
         kind, name, _ = self._calls[call]
         metas, outs = [], []
         for inputs in batches:
-            t0, wall = time.perf_counter(), time.time()
+            t0, wall, meter = time.perf_counter(), time.time(), CoreMeter()
             try:
                 rep = run_batch(self._fn(call), kind, [resolve(x, payloads) for x in inputs], name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
-                metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0))
+                metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0, meter.cores()))
                 outs.append(None)
                 continue
             counts = None
@@ -143,7 +145,7 @@ class PoolWorker:
             if isinstance(size, str):  # rare: fail the items whose values cannot travel
                 rep = _fail_unpicklable(rep, counts, kind, name)
                 size = pickled_size(out)
-            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0))
+            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0, meter.cores()))
             outs.append(out)
         self._peak_private = max(self._peak_private, private_rss())  # the outputs are still held here
         return metas, outs
