@@ -7,10 +7,12 @@
   - a warm `cu.Session`'s second run (`curate warm session`): its actors started and loaded their
     models in the session's untimed first run, as the loop builds its models before its timing;
   plus the OCR recognition pool's batch fill;
-- a plain sequential loop in this process over the same backends with the same settings
+- a plain sequential loop in a fresh process over the same backends with the same settings
   (PdfPages -> PdfText.check -> PdfText.regions -> Render.crops -> RapidOcr.detect_lines ->
   RapidOcr.read_lines (a region's lines in one call) -> join_lines -> page_markdown ->
-  document_markdown), models built once, after the same warm-up;
+  document_markdown), models built once, after the same warm-up (benchmarks/ceiling.py runs it);
+- the machine's ceiling (`2 loops at once`, benchmarks/ceiling.py): that loop in two processes at
+  once, each over the whole input: what two cores give for this work with no engine at all;
 - pymupdf4llm's whole-document conversion (`pymupdf4llm.to_markdown(path)`; no OCR);
 - native MinerU 4 flash (`mineru.parser.parse(path, tier="flash")`; text layer, no OCR models).
 
@@ -20,7 +22,7 @@ short born-digital files all go through RapidOCR: OCR-bound, what a scanned corp
 pymupdf4llm and MinerU flash skip OCR, so they run the corpus workload only; their rows are a
 reference for the text-layer cost, not a like-for-like comparison for the scans.
 
-    python benchmarks/pdf_compare.py [--workloads corpus,scans] [--repeats 1]
+    python benchmarks/pdf_compare.py [--workloads corpus,scans] [--repeats 1] [--no-ceiling]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 ROOT = HERE.parent
 DATA = ROOT.parent / "shared" / "data" / "pdfs"
 BAD = {"pdfjs_bug1020226_broken.pdf", "docling_not_a_pdf.pdf", "pypdf_encrypted_pw_openpassword.pdf"}
@@ -138,10 +141,12 @@ def main() -> None:
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--set", action="append", default=[], help="a recipe override for curate, as `curate run --set`")
     ap.add_argument("--curate-only", action="store_true", help="skip pymupdf4llm and MinerU flash")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the two-loops-at-once ceiling")
     args = ap.parse_args()
     SETS.extend(args.set)
     results: dict = {}
     import ray
+    from ceiling import loops_at_once
 
     import curate as cu
 
@@ -153,11 +158,12 @@ def main() -> None:
         # untimed warm-ups, each with a page that needs OCR (ONNX's first inference is 2-3x slower)
         warm = [*paths[:2], *(p for p in paths[2:] if Path(p).name == SCANS[0])]
         curate_run(warm, force)
-        sequential(warm, force)
         rows = []
         for _ in range(args.repeats):
-            pages, secs = sequential(paths, force)
-            rows.append(("sequential loop", pages, secs, None))
+            loop = ("pdf_compare", "sequential", (warm, force), (paths, force))
+            rows.append(("sequential loop", *loops_at_once(*loop), None))
+            if not args.no_ceiling:
+                rows.append(("2 loops at once", *loops_at_once(*loop, copies=2), "the machine's ceiling"))
             res = curate_run(paths, force)
             pages_c = sum(1 for _ in res.items("pages"))
             rows.append(_curate_row("curate end to end", res, pages_c))

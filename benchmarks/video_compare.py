@@ -7,8 +7,11 @@
   execution phase, and a warm `cu.Session`'s second run (`curate warm session`: actors up and
   models loaded in the session's untimed first run, as the loop builds its models before its
   timing); plus the caption Call's batch fill;
-- a plain sequential loop in this process doing the same work with the same stage classes and
-  settings, one video and one clip at a time (models built once, after the same warm-up).
+- a plain sequential loop in a fresh process doing the same work with the same stage classes and
+  settings, one video and one clip at a time (models built once, after the same warm-up;
+  benchmarks/ceiling.py runs it);
+- the machine's ceiling (`2 loops at once`, benchmarks/ceiling.py): that loop in two processes at
+  once, each over every video: what two cores give for this work with no engine at all.
 
 Both sides run one thread per process (OMP_NUM_THREADS=1: torch, OpenMP, BLAS; `threads: 1` for
 FFmpeg's decoders and the clip encoder, which otherwise took the loop to 1.22 cores), and curate
@@ -19,7 +22,7 @@ on the CPU, so the caption step costs what a small model costs and decoding, sho
 scoring, sampling and encoding carry the rest. Videos: every decodable file of the folder,
 `--copies` times (copies are distinct inputs: their clips share caption batches).
 
-    python benchmarks/video_compare.py [--copies 3] [--no-extract]
+    python benchmarks/video_compare.py [--copies 3] [--no-extract] [--no-ceiling]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 ROOT = HERE.parent
 DATA = ROOT.parent / "shared" / "data" / "videos"
 SKIP = {"small_tiny_mpeg4.avi"}  # not decodable (by design): it fails alone in both systems
@@ -130,8 +134,10 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=3)
     ap.add_argument("--no-extract", action="store_true", help="(the recipe always extracts; kept for the loop)")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the two-loops-at-once ceiling")
     args = ap.parse_args()
     import ray
+    from ceiling import loops_at_once
 
     from curate.models.testing import build_tiny_qwen25vl
 
@@ -145,8 +151,9 @@ def main() -> None:
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
     extract = not args.no_extract
     curate_run(paths[:2], model, extract)  # untimed warm-up
-    sequential(paths[:1], model, extract)
-    clips, secs = sequential(paths, model, extract)
+    loop = ("video_compare", "sequential", (paths[:1], model, extract), (paths, model, extract))
+    clips, secs = loops_at_once(*loop)
+    ceiling = None if args.no_ceiling else loops_at_once(*loop, copies=2)
     res = curate_run(paths, model, extract)
     clips_c = sum(1 for it in res.items("clips") if it.status.name == "PRESENT")
     cap = res.metrics.calls.get("QwenVL.caption_clips")
@@ -160,9 +167,11 @@ def main() -> None:
     print(f"{'system':<22}{'clips':>6}{'seconds':>9}{'clips/s':>9}{'vs loop':>9}")
     base = clips / secs
     rows = []
-    for name, n, s in (("sequential loop", clips, secs), ("curate end to end", clips_c, res.metrics.wall_s),
-                       ("curate execution", clips_c, res.metrics.execution_s),
-                       ("curate warm session", clips_w, warm.metrics.wall_s)):
+    measured = [("sequential loop", clips, secs), *([("2 loops at once", *ceiling)] if ceiling else []),
+                ("curate end to end", clips_c, res.metrics.wall_s),
+                ("curate execution", clips_c, res.metrics.execution_s),
+                ("curate warm session", clips_w, warm.metrics.wall_s)]
+    for name, n, s in measured:
         print(f"{name:<22}{n:>6}{s:>9.2f}{n / s:>9.2f}{n / s / base:>8.2f}x")
         rows.append({"system": name, "clips": n, "seconds": s, "clips_per_s": n / s, "vs_loop": n / s / base})
     if cap is not None:
