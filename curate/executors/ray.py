@@ -192,7 +192,7 @@ class RayExecutor:
                 f"workers could not start: pool {fl.group.name}: {str(exc).strip().splitlines()[-1]}. Stages must "
                 "be importable on the workers: define them in an installed module or the driver script, or ship "
                 "code with ray_init={'runtime_env': ...}") from None
-        self._slots.place(next(i for i, g in enumerate(self.groups) if g is fl.group), fl.actor, node, cores, self._node_cpus(node))
+        self._place(fl, node, cores)
         if fl.new:  # the next actor may start
             self._starting -= 1
             self._launch()
@@ -202,11 +202,12 @@ class RayExecutor:
         if self._up == sum(len(g.actors) for g in self.groups):
             driver.workers_ready_s = time.perf_counter() - driver.started
 
-    def _node_cpus(self, node: str) -> float | None:
-        """Ray's CPU count of `node` (what the cluster was told it has), None if unknown."""
+    def _place(self, fl: _Call, node: str, cores: float) -> None:
+        """Where an actor that answered runs: its node, its cores, and Ray's CPU count there."""
         if node not in self._cpus:
             self._cpus = {n["NodeID"]: n.get("Resources", {}).get("CPU") for n in ray.nodes() if n.get("Alive")}
-        return self._cpus.get(node)
+        gi = next(i for i, g in enumerate(self.groups) if g is fl.group)
+        self._slots.place(gi, fl.actor, node, cores, self._cpus.get(node))
 
     def _running_cores(self) -> dict[str | None, float]:
         """Per node: the estimated cores of the calls CPU pools' actors are running now."""
@@ -346,9 +347,11 @@ class RayExecutor:
             return
         if fl.call == PING:  # a restarted actor's ping: ready once it answers, else ping it again
             try:
-                ray.get(ref)
+                node, cores = ray.get(ref)
             except ray.exceptions.RayError:
                 self._ping(fl.group, fl.actor, fl.pings + 1)
+                return
+            self._place(fl, node, cores)  # it may have restarted on another node
             return
         try:
             metas = ray.get(fl.meta)

@@ -150,8 +150,9 @@ class PoolWorker:
         self._peak_private = max(self._peak_private, private_rss())  # the outputs are still held here
         return metas, outs
 
-    def ping(self) -> bool:
-        return True
+    def ping(self) -> tuple[str, float]:
+        """Alive (a restarted actor answers once it is up): its node and usable cores, as `bind`."""
+        return ray.get_runtime_context().get_node_id(), usable_cores()
 
     def memory(self) -> tuple[int, int]:
         """This actor process's peak resident memory (VmHWM: it includes the pages of Ray's
