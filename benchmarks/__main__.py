@@ -329,6 +329,9 @@ def suite_realwork(quick: bool) -> tuple[dict, list[Table]]:
         t.header()
         for r in v["rows"]:
             t.add(r["system"], r["clips"], f"{r['seconds']:.2f}", f"{r['clips_per_s']:.3f}", f"{r['vs_loop']:.2f}")
+        if v.get("caption_batches"):
+            t.notes.append(f"Caption batches (one-shot run): {v['caption_batches']}, fill {v['caption_fill']:.2f} (batch 16), "
+                           "clips of different videos sharing them.")
         _loop_targets(t, v["rows"], "video")
         tables.append(t)
     return res, tables
