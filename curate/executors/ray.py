@@ -23,10 +23,10 @@ import ray
 from curate.core.outcome import BatchReport
 from curate.errors import Cause, ClusterLostError, CurateError
 from curate.executors import CallCosts, PoolReport, timeout_cause
-from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster
+from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster, node_cpus
 from curate.executors.ray_cores import CoreSlots
 from curate.executors.ray_pools import Group, WarmPools, kill, make_groups, measure_memory
-from curate.executors.ray_store import RayStore, _to_wire, output_calls, sources
+from curate.executors.ray_store import RayStore, _to_wire, lose_payload, output_calls
 from curate.executors.ray_worker import UNBOUND, Ref
 
 DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the next is shipped
@@ -78,7 +78,6 @@ class RayExecutor:
         self._cost = CallCosts(BUNDLE_TARGET_S)
         self._slots = CoreSlots()
         self._secured: set[int] = set()
-        self._cpus: dict[str, float | None] = {}
         self._load: dict[str | None, float] = {}
 
     def close(self) -> None:
@@ -111,7 +110,7 @@ class RayExecutor:
             while True:
                 if self._up:  # work begins with the first actor that answered
                     driver.step()
-                    self._load = self._running_cores()
+                    self._load = self._slots.load(groups, self._flight)
                     for i in order:
                         self._dispatch(driver, groups[i], i)
                     if not any(fl.call >= 0 for fl in self._flight.values()):  # pings and binds aside
@@ -203,23 +202,9 @@ class RayExecutor:
             driver.workers_ready_s = time.perf_counter() - driver.started
 
     def _place(self, fl: _Call, node: str, cores: float) -> None:
-        """Where an actor that answered runs: its node, its cores, and Ray's CPU count there."""
-        if node not in self._cpus:
-            self._cpus = {n["NodeID"]: n.get("Resources", {}).get("CPU") for n in ray.nodes() if n.get("Alive")}
+        """Where an actor that answered runs: its node and the cores it may use there."""
         gi = next(i for i, g in enumerate(self.groups) if g is fl.group)
-        self._slots.place(gi, fl.actor, node, cores, self._cpus.get(node))
-
-    def _running_cores(self) -> dict[str | None, float]:
-        """Per node: the estimated cores of the calls CPU pools' actors are running now."""
-        load: dict[str | None, float] = {}
-        for i, g in enumerate(self.groups):
-            if g.resources.uses_gpu:
-                continue
-            for a, mine in enumerate(g.flight):
-                if mine and (call := self._flight[mine[0]].call) >= 0:
-                    node = self._slots.node.get((i, a))
-                    load[node] = load.get(node, 0.0) + self._slots.cores_of(call)
-        return load
+        self._slots.place(gi, fl.actor, node, cores, None if node in self._slots.cap else node_cpus().get(node))
 
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
@@ -356,11 +341,11 @@ class RayExecutor:
         try:
             metas = ray.get(fl.meta)
         except ray.exceptions.ObjectLostError as exc:  # an input's node died with its only copy
-            self._lose(sched, fl, exc)
+            lose_payload(sched, fl.call, fl.batches, exc)
             return
         except ray.exceptions.RayTaskError as exc:  # the call itself failed to run
             if isinstance(exc.cause, ray.exceptions.ObjectLostError):
-                self._lose(sched, fl, exc.cause)
+                lose_payload(sched, fl.call, fl.batches, exc.cause)
                 return
             cause = Cause("user_code", str(exc).strip().splitlines()[0], sched.plan.calls[fl.call].name,
                           type(exc).__name__)
@@ -407,19 +392,3 @@ class RayExecutor:
             else:
                 values = [Ref(fl.payload, bi, i) for i in range(n)]
             sched.complete(b.id, BatchReport(values, codes, causes, nbytes))
-
-
-    @staticmethod
-    def _lose(sched, fl: _Call, exc) -> None:
-        """A call whose input payload is gone for good (its node died and no copy is left): the
-        grains that read that payload are lost, and their roots run again from their inputs
-        (Scheduler.lose, Driver); the call's other grains are only requeued."""
-        gone = getattr(exc, "object_ref_hex", None)
-        name = sched.plan.calls[fl.call].name
-        cause = Cause("lost", f"an input payload of this item was lost with a Ray node ({type(exc).__name__}); "
-                      "its input is run again", name, type(exc).__name__)
-        marks = [[gone is None or gone in sources(x) for x in b.inputs] for b in fl.batches]
-        if gone is not None and not any(map(any, marks)):  # the lost object is none we sent
-            marks = [[True] * len(b.inputs) for b in fl.batches]
-        for b, m in zip(fl.batches, marks):
-            sched.lose(b.id, m, cause)

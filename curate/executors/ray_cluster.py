@@ -306,6 +306,13 @@ def node_resources() -> list[dict[str, float]]:
     return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
 
 
+def node_cpus() -> dict[str, float | None]:
+    """Ray's CPU count of each alive node (what the cluster was told it has), by node id."""
+    import ray
+
+    return {n["NodeID"]: n.get("Resources", {}).get("CPU") for n in ray.nodes() if n.get("Alive")}
+
+
 SHUTDOWN_WAIT_S = 10.0  # how long a lost cluster's clean-up may take before the process moves on
 
 

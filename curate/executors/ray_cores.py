@@ -77,10 +77,14 @@ class CoreMeter:
     def __init__(self):
         self.t, self.cpu, self.wait = time.perf_counter(), time.process_time(), _run_queue_wait()
 
-    def cores(self) -> float:
+    def read(self) -> tuple[float, float]:
+        """(seconds since the meter started, cores kept busy meanwhile)."""
         wall = time.perf_counter() - self.t
         ran = wall - (_run_queue_wait() - self.wait)
-        return max(0.0, time.process_time() - self.cpu) / max(ran, 1e-3)
+        return wall, max(0.0, time.process_time() - self.cpu) / max(ran, 1e-3)
+
+    def cores(self) -> float:
+        return self.read()[1]
 
 
 class CoreSlots:
@@ -102,8 +106,23 @@ class CoreSlots:
     def place(self, group: int, actor: int, node: str, cores: float, node_cpus: float | None) -> None:
         """An actor answered its bind from `node`, which has `cores` (and Ray's CPU count for it)."""
         self.node[(group, actor)] = node
+        if node in self.cap and node_cpus is None:  # known node: its cap stands
+            return
         usable = min(cores, node_cpus) if node_cpus else cores
         self.cap[node] = max(1.0, usable) * self.per_core
+
+    def load(self, groups: list, flight: dict) -> dict[str | None, float]:
+        """Per node: the estimated cores of the calls CPU pools' actors are running now
+        (`flight`: each in-flight ref's call record, whose `call` < 0 for pings and binds)."""
+        out: dict[str | None, float] = {}
+        for i, g in enumerate(groups):
+            if g.resources.uses_gpu:
+                continue
+            for a, mine in enumerate(g.flight):
+                if mine and (call := flight[mine[0]].call) >= 0:
+                    node = self.node.get((i, a))
+                    out[node] = out.get(node, 0.0) + self.cores_of(call)
+        return out
 
     def fits(self, load: float, node: str | None, cores: float) -> bool:
         """May a call of `cores` start on `node`, where running calls already hold `load`? An

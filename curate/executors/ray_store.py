@@ -113,3 +113,18 @@ def output_calls(plan) -> set[int]:
         else:
             stack.extend(by_slot[s] for s in n.in_slots if s in by_slot)
     return out
+
+
+def lose_payload(sched, call: int, batches: list, exc) -> None:
+    """A call whose input payload is gone for good (its node died and no copy is left): the
+    grains that read that payload are lost, and their roots run again from their inputs
+    (Scheduler.lose, Driver); the call's other grains are only requeued."""
+    gone = getattr(exc, "object_ref_hex", None)
+    name = sched.plan.calls[call].name
+    cause = Cause("lost", f"an input payload of this item was lost with a Ray node ({type(exc).__name__}); "
+                  "its input is run again", name, type(exc).__name__)
+    marks = [[gone is None or gone in sources(x) for x in b.inputs] for b in batches]
+    if gone is not None and not any(map(any, marks)):  # the lost object is none we sent
+        marks = [[True] * len(b.inputs) for b in batches]
+    for b, m in zip(batches, marks):
+        sched.lose(b.id, m, cause)

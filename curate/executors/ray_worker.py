@@ -109,7 +109,7 @@ class PoolWorker:
     def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> tuple[str, float]:
         """Serve `calls` for `run`; returns this actor's node and the cores it may use there."""
         self._run, self._calls = run, calls
-        return ray.get_runtime_context().get_node_id(), usable_cores()
+        return _where()
 
     def _fn(self, call: int):
         kind, name, what = self._calls[call]
@@ -123,17 +123,18 @@ class PoolWorker:
     def run(self, run: str, call: int, batches: list[list], *payloads):
         """Run each batch of one Call; returns (metadata, payload): per batch either
         ("ok", codes, causes, child counts, value bytes, start, seconds, cores) or ("err", Cause,
-        start, seconds, cores), where cores is how many the batch kept busy (ray_cores). Values that cannot be pickled FAIL their items here, before Ray sends them."""
+        start, seconds, cores), where cores is how many the batch kept busy (ray_cores). Values
+        that cannot be pickled FAIL their items here, before Ray sends them."""
         if run != self._run:  # restarted since bind: nothing ran, the batches go back unharmed
             return [(UNBOUND,)] * len(batches), [None] * len(batches)
         kind, name, _ = self._calls[call]
         metas, outs = [], []
         for inputs in batches:
-            t0, wall, meter = time.perf_counter(), time.time(), CoreMeter()
+            wall, meter = time.time(), CoreMeter()
             try:
                 rep = run_batch(self._fn(call), kind, [resolve(x, payloads) for x in inputs], name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
-                metas.append(("err", Cause.from_exception(exc, name), wall, time.perf_counter() - t0, meter.cores()))
+                metas.append(("err", Cause.from_exception(exc, name), wall, *meter.read()))
                 outs.append(None)
                 continue
             counts = None
@@ -145,20 +146,25 @@ class PoolWorker:
             if isinstance(size, str):  # rare: fail the items whose values cannot travel
                 rep = _fail_unpicklable(rep, counts, kind, name)
                 size = pickled_size(out)
-            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, time.perf_counter() - t0, meter.cores()))
+            metas.append(("ok", rep.codes, rep.causes, counts, size, wall, *meter.read()))
             outs.append(out)
         self._peak_private = max(self._peak_private, private_rss())  # the outputs are still held here
         return metas, outs
 
     def ping(self) -> tuple[str, float]:
         """Alive (a restarted actor answers once it is up): its node and usable cores, as `bind`."""
-        return ray.get_runtime_context().get_node_id(), usable_cores()
+        return _where()
 
     def memory(self) -> tuple[int, int]:
         """This actor process's peak resident memory (VmHWM: it includes the pages of Ray's
         shared object store the process touched) and its largest private memory at the end of
         a call, in bytes."""
         return peak_rss(), self._peak_private
+
+
+def _where() -> tuple[str, float]:
+    """This actor's node and the cores it may use there (for the driver's core slots)."""
+    return ray.get_runtime_context().get_node_id(), usable_cores()
 
 
 def _fail_unpicklable(rep: BatchReport, counts: list | None, kind: str, name: str) -> BatchReport:
