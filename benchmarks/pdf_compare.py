@@ -8,7 +8,7 @@
     models in the session's untimed first run, as the loop builds its models before its timing;
   plus the OCR recognition pool's batch fill;
 - a plain sequential loop in a fresh process over the same backends with the same settings
-  (PdfPages -> PdfText.check -> PdfText.regions -> Render.crops -> RapidOcr.detect_lines ->
+  (PdfPages -> PdfText.check -> PdfText.regions | scan_regions -> Render.crops -> RapidOcr.detect_lines ->
   RapidOcr.read_lines (a region's lines in one call) -> join_lines -> page_markdown ->
   document_markdown), models built once, after the same warm-up (benchmarks/ceiling.py runs it);
 - the machine's ceiling (`2 loops at once`, benchmarks/ceiling.py): that loop in two processes at
@@ -51,6 +51,7 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
     """The recipe's work in a plain loop, one page and region at a time: (pages, seconds)."""
     from curate.modalities.pdf.assemble import document_markdown, page_markdown
     from curate.modalities.pdf.documents import PdfPages
+    from curate.modalities.pdf.regions import scan_regions
     from curate.modalities.pdf.render import Render
     from curate.models.pdf_text import PdfText
     from curate.models.rapidocr import RapidOcr, join_lines, with_text
@@ -63,14 +64,13 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
         for page in pages:
             (checked,) = text.check([page])
             (regions,) = text.regions([checked])
-            layer = [r for r in regions if r.content is not None]
-            todo = [r for r in regions if r.content is None]
+            (todo,) = scan_regions([checked])
             read = []
             for region in todo:
                 (crop,) = render.crops([(checked, region)])
                 (lines,) = ocr.detect_lines([crop])
                 read += with_text([(region, join_lines([ocr.read_lines(lines)])[0])])
-            rows.append(page_markdown([(checked, layer, read)])[0])
+            rows.append(page_markdown([(checked, regions, read)])[0])
         document_markdown([rows])
         pages_done += len(pages)
     return pages_done, time.perf_counter() - start

@@ -8,10 +8,10 @@
   OCR, a blank page is `empty` (nothing rendered, nothing read). `force_ocr=True` sends every
   page with something on it to OCR (to check OCR against a known text layer, or to distrust an
   old OCR layer).
-- `regions(pages)`: the expand from a checked page to its regions. A text-layer page gets its
-  regions from the PDF's structure (`curate.modalities.pdf.regions`), in reading order, with
-  their content; an OCR page gets one full-page region without content (the OCR branch fills
-  it); an empty page gets none.
+- `regions(pages)`: the expand from a checked page to its text-layer regions. A text-layer page
+  gets its regions from the PDF's structure (`curate.modalities.pdf.regions`), in reading order,
+  with their content; an OCR page or an empty page gets none here (the OCR branch's
+  `curate.modalities.pdf.regions:scan_regions` gives an OCR page its full-page region).
 
 A page MuPDF cannot load, or whose size is zero, is an ItemFailure with an InputError that
 names the file and the page; the other pages of its document go on.
@@ -31,16 +31,9 @@ from curate.modalities.pdf.documents import (
 )
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import TABLE_MODES, page_regions, text_flags
-from curate.modalities.pdf.textlayer import BLANK, judge
+from curate.modalities.pdf.textlayer import judge, route_of
 
 import curate as cu
-
-
-def route_of(page: PageRecord) -> str:
-    """The route a checked page takes: "text_layer", "ocr" or "empty"."""
-    if page.text_usable:
-        return "text_layer"
-    return "empty" if page.text_reason == BLANK else "ocr"
 
 
 class PdfText:
@@ -74,11 +67,8 @@ class PdfText:
         return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=verdict.reason)
 
     def _regions(self, record: PageRecord) -> list[RegionRecord]:
-        route = route_of(record)
-        if route == "empty":
+        if route_of(record) != "text_layer":
             return []
-        if route == "ocr":  # one region, the whole page, for the OCR branch to read
-            return [RegionRecord(kind="text", bbox=(0.0, 0.0, record.width_pt, record.height_pt), order=0)]
         start = time.perf_counter()
         with MUPDF_LOCK:
             found = page_regions(self._page(record), self.mod, self.tables)

@@ -3,6 +3,8 @@ reading order, line joining, tables, page and document Markdown, and the F1 help
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from curate.modalities.pdf import assemble
 from curate.modalities.pdf.assemble import (
@@ -15,9 +17,8 @@ from curate.modalities.pdf.order import group_lines, reading_order
 from curate.modalities.pdf.records import PageMarkdown, PageRecord, RegionRecord
 from curate.modalities.pdf.regions import (
     _list_items,
-    has_text,
     join_lines,
-    needs_ocr,
+    scan_regions,
     table_markdown,
 )
 from curate.modalities.pdf.textlayer import BLANK, NO_TEXT, OK, judge
@@ -88,11 +89,13 @@ def test_a_table_is_markdown_with_a_header_row():
     assert table_markdown([["only one row", "x"]]) == "" and table_markdown([["a"], ["b"]]) == ""
 
 
-def test_the_routing_filters_split_regions_between_the_branches():
-    done = RegionRecord(kind="text", bbox=(0, 0, 1, 1), order=0, content="x")
-    todo = RegionRecord(kind="text", bbox=(0, 0, 1, 1), order=1)
-    assert has_text([done, todo]) == [(True, None), (False, "no usable text layer: read by OCR")]
-    assert needs_ocr([done, todo]) == [(False, "read from the text layer"), (True, None)]
+def test_only_a_page_routed_to_ocr_gets_a_full_page_region_to_read():
+    page = PageRecord(path="a.pdf", index=0, width_pt=600, height_pt=800)
+    pages = [replace(page, text_usable=True, text_reason="ok"), replace(page, text_reason="no text layer"),
+             replace(page, text_reason=BLANK)]
+    layer, scan, blank = scan_regions(pages)
+    assert layer == [] and blank == []
+    assert [(r.kind, r.bbox, r.order, r.content) for r in scan] == [("text", (0.0, 0.0, 600, 800), 0, None)]
 
 
 # ---- page Markdown -------------------------------------------------------------------------------

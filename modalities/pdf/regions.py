@@ -21,8 +21,7 @@ and images, classified by simple rules and put in reading order (`order.reading_
 Headers and footers other than page numbers are found by repetition across pages, in the
 document reducer (`assemble`).
 
-Also here: the two filters that route regions (`has_text`, `needs_ocr`): a region the text
-layer filled goes straight to assembly; a page whose text layer is not usable is one
+Also here: the OCR branch's expand (`scan_regions`): a page whose text layer is not usable is one
 full-page region without content, which goes to rendering and OCR.
 """
 
@@ -34,6 +33,7 @@ from typing import Any
 
 from curate.modalities.pdf.order import reading_order
 from curate.modalities.pdf.records import RegionRecord
+from curate.modalities.pdf.textlayer import route_of
 
 SOURCE = "text_layer"
 TITLE_RATIO = 1.15  # font size over the page's body size that makes a short block a title
@@ -271,12 +271,11 @@ def _box(bbox) -> tuple[float, float, float, float]:
     return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
-# ---- routing filters ---------------------------------------------------------------------------
-def has_text(regions: list[RegionRecord]) -> list[tuple[bool, str | None]]:
-    """Filter: keep the regions the text layer filled; the page's OCR region is DROPPED here."""
-    return [(True, None) if r.content is not None else (False, "no usable text layer: read by OCR") for r in regions]
-
-
-def needs_ocr(regions: list[RegionRecord]) -> list[tuple[bool, str | None]]:
-    """Filter: keep the regions still without content (they go to rendering and OCR)."""
-    return [(True, None) if r.content is None else (False, "read from the text layer") for r in regions]
+# ---- the OCR branch's expand --------------------------------------------------------------------
+def scan_regions(pages: list) -> list[list[RegionRecord]]:
+    """Expand: a checked page routed to OCR is one full-page region without content, for the OCR
+    branch to render and read; any other page has none here (its regions come from its text layer).
+    A light stage of its own, so a scanned page goes on to OCR as soon as it is checked, without
+    waiting for the text-layer pages of its batch to be cut into regions."""
+    return [[RegionRecord(kind="text", bbox=(0.0, 0.0, p.width_pt, p.height_pt), order=0)]
+            if route_of(p) == "ocr" else [] for p in pages]

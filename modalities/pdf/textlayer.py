@@ -54,6 +54,13 @@ class Verdict:
         return self.route == "text_layer"
 
 
+def route_of(page) -> str:
+    """The route a checked `PageRecord` takes: "text_layer", "ocr" or "empty"."""
+    if page.text_usable:
+        return "text_layer"
+    return "empty" if page.text_reason == BLANK else "ocr"
+
+
 def judge(text: str, image_cover: float = 0.0, drawings: int = 0, force_ocr: bool = False) -> Verdict:
     """The route of a page with text layer `text`, whose images cover `image_cover` (0..1) of
     it and which has `drawings` vector paths."""
