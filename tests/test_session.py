@@ -98,6 +98,37 @@ def _all_die(actors, within_s: float = 60.0) -> bool:
     return True
 
 
+def test_every_worker_of_a_session_loads_its_model_in_the_first_run(ray_recorder):
+    """A warm session's first run builds the stage on each replica, even one that got no batch,
+    so the second run (timed, in a benchmark) loads nothing."""
+    pipe = cu.Pipeline(Doc)
+    pipe.output("a", pipe.source.map(cu.stage(Model, init={"tag": "a", "recorder": ray_recorder}, name="A",
+                                              batch_size=4, replicas=3)))
+    with cu.Session(executor="ray") as s:
+        s.run(pipe, [0])  # one batch: one replica gets work
+        assert len(set(ray_recorder.values("load a"))) == 3
+        second = s.run(pipe, range(12))
+    assert len(ray_recorder.values("load a")) == 3 and len(workers(second, "a")) >= 2
+
+
+class FlakyStart:
+    """Its first construction anywhere fails with a TransientError (a busy device)."""
+
+    def __init__(self, recorder):
+        if recorder.incr("built") == 1:
+            raise cu.TransientError("device busy, try again")
+
+    def __call__(self, xs):
+        return [x + 1 for x in xs]
+
+
+def test_a_transient_constructor_failure_before_the_first_batch_is_retried(ray_recorder):
+    pipe = cu.Pipeline(Doc)
+    pipe.output("a", pipe.source.map(cu.stage(FlakyStart, init={"recorder": ray_recorder}, retries=2)))
+    res = cu.run(pipe, range(3), executor="ray")
+    assert res.values("a") == [1, 2, 3] and len(ray_recorder.values("built")) == 2
+
+
 def test_closing_the_session_releases_its_actors(ray_recorder):
     s = cu.Session(executor="ray")
     s.run(pipeline(ray_recorder), range(3))

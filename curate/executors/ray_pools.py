@@ -117,9 +117,22 @@ class WarmPools:
             g.stats = [WorkerStats() for _ in range(g.replicas)]
 
     def keep(self, groups: list[Group]) -> None:
-        """After a run that ended cleanly (no call in flight): its actors stay warm."""
+        """After a run that ended cleanly (no call in flight): its actors stay warm. A run may
+        end before all its replicas started (a small input): those start now, and every actor
+        builds its stage, so the session's next run starts with whole pools, models loaded. An
+        actor that cannot start is left out (the next run starts a fresh one)."""
         for g in groups:
-            self.actors[g.key] = [a for a in g.actors if a is not None]  # a run may end before all started
+            g.actors = [a if a is not None else g.remote.remote(g.target, g.init) for a in g.actors]
+        ready = {a: a.prepare.remote() for g in groups for a in g.actors}
+        for g in groups:
+            self.actors[g.key] = []
+            for a in g.actors:
+                try:
+                    ray.get(ready[a])
+                except ray.exceptions.RayError:
+                    ray.kill(a)
+                    continue
+                self.actors[g.key].append(a)
 
     def release(self, key: str | None = None) -> None:
         """Kill the warm actors of one key, or of every key."""

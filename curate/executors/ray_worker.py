@@ -93,17 +93,19 @@ UNBOUND = "unbound"  # a batch's report from an actor that does not know the run
 
 
 class PoolWorker:
-    """One actor of a pool. A class target is built once, on the first batch, so a model loads
-    once per actor (and once per session when a session keeps the actor warm), and a failing
-    constructor fails batches (with its cause) instead of the actor. `bind` tells it, at the
-    start of each run, which Calls it serves; an actor Ray restarted after a death has
-    forgotten it, and answers UNBOUND until it is told again."""
+    """One actor of a pool. A class target is built once per actor (and once per session when
+    a session keeps the actor warm): by `prepare`, which the driver sends right after `bind`,
+    so a model loads while the actor waits for work (and in a session's first run on every
+    actor, work or not); a failing constructor fails batches (with its cause) instead of the
+    actor. `bind` tells it, at the start of each run, which Calls it serves; an actor Ray
+    restarted after a death has forgotten it, and answers UNBOUND until it is told again."""
 
     def __init__(self, target, init: dict):
         self._target, self._init = target, init
         self._run = None  # the run whose Calls it serves
         self._calls: dict[int, tuple[str, str, object]] = {}  # call -> (kind, name, fn or method)
         self._obj = None
+        self._failed: BaseException | None = None  # prepare's constructor failure, for the next batch
         self._peak_private = 0  # the largest private memory seen at the end of a batch
 
     def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> tuple[str, float]:
@@ -111,12 +113,28 @@ class PoolWorker:
         self._run, self._calls = run, calls
         return _where()
 
+    def prepare(self) -> None:
+        """Build the class target now, not on the first batch. A constructor that fails here
+        fails the next batch with that error, as if that batch had built it (a later batch
+        tries again, so a TransientError may pass)."""
+        if self._target is not None and self._obj is None and self._failed is None:
+            try:
+                self._build()
+            except BaseException as exc:  # noqa: BLE001 - reported by the next batch
+                self._failed = exc
+
+    def _build(self) -> None:
+        self._obj = build_stage(self._target, self._init, getattr(self._target, "__name__", "the stage"))
+
     def _fn(self, call: int):
         kind, name, what = self._calls[call]
         if self._target is None:
             return what
+        if self._failed is not None:
+            exc, self._failed = self._failed, None
+            raise exc
         if self._obj is None:
-            self._obj = build_stage(self._target, self._init, getattr(self._target, "__name__", "the stage"))
+            self._build()
         return getattr(self._obj, what)
 
     @ray.method(num_returns=2)
