@@ -176,7 +176,6 @@ class RayExecutor:
 
     def _bind(self, g: Group, a: int, new: bool = False) -> None:
         ref = g.actors[a].bind.remote(self._run, g.fns)
-        g.actors[a].prepare.remote()  # builds the stage before the first batch, not in it
         self._flight[ref] = _Call(g, a, BIND, [], None, meta=ref, new=new)
         g.flight[a].append(ref)
         g.since[a] = time.perf_counter()

@@ -94,11 +94,11 @@ UNBOUND = "unbound"  # a batch's report from an actor that does not know the run
 
 class PoolWorker:
     """One actor of a pool. A class target is built once per actor (and once per session when
-    a session keeps the actor warm): by `prepare`, which the driver sends right after `bind`,
-    so a model loads while the actor waits for work (and in a session's first run on every
-    actor, work or not); a failing constructor fails batches (with its cause) instead of the
-    actor. `bind` tells it, at the start of each run, which Calls it serves; an actor Ray
-    restarted after a death has forgotten it, and answers UNBOUND until it is told again."""
+    a session keeps the actor warm): on its first batch, or by `prepare` (a session builds
+    every replica before its next run); a failing constructor fails batches (with its cause)
+    instead of the actor. `bind` tells it, at the start of each run, which Calls it serves; an
+    actor Ray restarted after a death has forgotten it, and answers UNBOUND until it is told
+    again."""
 
     def __init__(self, target, init: dict):
         self._target, self._init = target, init
