@@ -87,6 +87,9 @@ def resolve_replicas(groups: list[Group], nodes: list[dict[str, float]]) -> None
         g.replicas = max(1, math.floor(share / g.resources.num_gpus + 1e-9))
 
 
+WARM_WAIT_S = 600.0  # how long a session's run waits, as it ends, for its replicas to start and load
+
+
 class WarmPools:
     """Actors by group key, kept between the runs of a session (or only for one run)."""
 
@@ -119,19 +122,23 @@ class WarmPools:
     def keep(self, groups: list[Group]) -> None:
         """After a run that ended cleanly (no call in flight): its actors stay warm. A run may
         end before all its replicas started (a small input): those start now, and every actor
-        builds its stage, so the session's next run starts with whole pools, models loaded. An
-        actor that cannot start is left out (the next run starts a fresh one)."""
+        builds its stage, so the session's next run starts with whole pools, models loaded. It
+        waits up to `WARM_WAIT_S` for them (an actor still loading then stays, and the next run
+        waits for it); an actor that cannot start is left out (the next run starts a fresh one)."""
         for g in groups:
             g.actors = [a if a is not None else g.remote.remote(g.target, g.init) for a in g.actors]
         ready = {a: a.prepare.remote() for g in groups for a in g.actors}
+        done, _ = ray.wait(list(ready.values()), num_returns=len(ready), timeout=WARM_WAIT_S)
+        done = set(done)
         for g in groups:
             self.actors[g.key] = []
             for a in g.actors:
-                try:
-                    ray.get(ready[a])
-                except ray.exceptions.RayError:
-                    ray.kill(a)
-                    continue
+                if ready[a] in done:
+                    try:
+                        ray.get(ready[a])
+                    except ray.exceptions.RayError:
+                        ray.kill(a)
+                        continue
                 self.actors[g.key].append(a)
 
     def release(self, key: str | None = None) -> None:
