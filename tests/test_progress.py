@@ -48,6 +48,30 @@ def test_a_finished_run_logs_roots_entities_and_failures_per_level():
     assert "page: 8/8 done" in last and "2 failed" in last
 
 
+def test_a_level_that_only_feeds_a_reduce_counts_its_entities_done():
+    """Pages no Call runs on (they go straight into a reduce) are done once created, not left
+    at 0/N."""
+    pipe = cu.Pipeline(Doc)
+    pages = pipe.source.expand(lambda ds: [list(range(d)) for d in ds], into=Page)
+    pipe.output("docs", pages.reduce(lambda gs: [sum(g) for g in gs]))
+    stream = io.StringIO()
+    cu.run(pipe, [1, 3, 0, 4], executor=Watched(stream))
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert "page: 8/8 done, 0 grains run" in last
+
+
+def test_two_expands_into_one_domain_are_told_apart_by_their_call():
+    pipe = cu.Pipeline(Doc)
+    first = pipe.source.expand(cu.stage(lambda ds: [[d] for d in ds], name="whole"), into=Page)
+    second = pipe.source.expand(cu.stage(lambda ds: [list(range(d)) for d in ds], name="split"), into=Page)
+    pipe.output("a", first.reduce(lambda gs: [len(g) for g in gs]))
+    pipe.output("b", second.reduce(lambda gs: [len(g) for g in gs]))
+    stream = io.StringIO()
+    cu.run(pipe, [2, 3], executor=Watched(stream))
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert "page (whole): 2/2 done" in last and "page (split): 5/5 done" in last
+
+
 def test_admitted_roots_show_as_in_flight():
     plan = cu.compile_plan(pipeline())
     stream = io.StringIO()

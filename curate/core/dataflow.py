@@ -128,6 +128,8 @@ class Dataflow:
     def _commit_expand(self, n, w: Window, p: int, children: list) -> None:
         first = w.add_children(self.layout, n.id, p, children)
         self.created[n.space] += len(children)
+        if not self.layout.pending_per_entity[n.space]:  # nothing runs on them: done at birth
+            self.completed[n.space] += len(children)
         for r in self._reduces_of[n.id]:
             w.remaining[r.id][p] = len(children)
         self._settle(w, n.grain_slot, p, PRESENT, None)
