@@ -16,11 +16,10 @@ class Progress:
     def __init__(self, plan, stream, *, total: int | None = None):
         self.plan, self.stream, self.total = plan, stream, total
         self.tty = getattr(stream, "isatty", lambda: False)()
-        self.levels = [(s.id, s.domain, "  " * s.depth) for s in plan.spaces]
-        named = [d for _, d, _ in self.levels]
-        by_space = {n.space: plan.calls[n.call].name for n in plan.nodes if n.kind == "expand" and n.call >= 0}
-        self.levels = [(sid, f"{d} ({by_space[sid]})" if named.count(d) > 1 and sid in by_space else d, ind)
-                       for sid, d, ind in self.levels]  # two expands into one domain: say which
+        domains = [s.domain for s in plan.spaces]
+        expand_call = {n.space: plan.calls[n.call].name for n in plan.nodes if n.kind == "expand" and n.call >= 0}
+        self.levels = [(s.id, f"{s.domain} ({expand_call[s.id]})" if domains.count(s.domain) > 1 and s.id in expand_call
+                        else s.domain, "  " * s.depth) for s in plan.spaces]  # two expands into one domain: say which
         self.calls_of = {s.id: [c.id for c in plan.calls if plan.nodes_by_id[c.node].grain_space == s.id]
                          for s in plan.spaces}
         self.start = time.monotonic()

@@ -112,7 +112,7 @@ class RayExecutor:
                     driver.step()
                     self._load = self._slots.load(groups, self._flight)
                     for i in order:
-                        self._dispatch(driver, groups[i], i)
+                        self._dispatch(driver, groups[i])
                     if not any(fl.call >= 0 for fl in self._flight.values()):  # pings and binds aside
                         if driver.idle_done():
                             break
@@ -203,8 +203,7 @@ class RayExecutor:
 
     def _place(self, fl: _Call, node: str, cores: float) -> None:
         """Where an actor that answered runs: its node and the cores it may use there."""
-        gi = next(i for i, g in enumerate(self.groups) if g is fl.group)
-        self._slots.place(gi, fl.actor, node, cores, None if node in self._slots.cap else node_cpus().get(node))
+        self._slots.place(fl.group.index, fl.actor, node, cores, None if node in self._slots.cap else node_cpus().get(node))
 
     def _wait(self, driver) -> None:
         """Apply the reports that arrive within one heartbeat (or until the nearest time
@@ -268,7 +267,7 @@ class RayExecutor:
         g.flight[a].append(ping)
         g.since[a] = time.perf_counter()
 
-    def _dispatch(self, driver, g: Group, gi: int) -> None:
+    def _dispatch(self, driver, g: Group) -> None:
         sched = driver.sched
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
@@ -279,7 +278,7 @@ class RayExecutor:
             if call is None:
                 return
             if not g.resources.uses_gpu:  # CPU work starts only where it fits the node's cores
-                node, cores = self._slots.node.get((gi, a)), self._slots.cores_of(call)
+                node, cores = self._slots.node.get((g.index, a)), self._slots.cores_of(call)
                 load = self._load.get(node, 0.0)
                 if not g.flight[a]:  # an idle actor waits for a core; a busy one keeps its own
                     if not self._slots.fits(load, node, cores):

@@ -39,6 +39,7 @@ class Group:
     since: list[float] = field(default_factory=list)  # per actor: when its oldest call started
     stats: list[WorkerStats] = field(default_factory=list)
     remote: object = None  # the Ray actor class with this group's options: `remote.remote(...)` starts one
+    index: int = 0  # its place among the run's groups (core slots know an actor as (index, replica))
 
     @property
     def label(self) -> str:
@@ -67,6 +68,7 @@ def make_groups(driver) -> list[Group]:
             g.calls.append(c)
             g.fns[c] = (spec.kind, spec.name, spec.method if p.is_class else p.target)
     for i, g in enumerate(groups):
+        g.index = i
         g.calls = driver.downstream_first(g.calls)
         if g.target is None and sum(1 for x in groups if x.target is None) > 1:
             g.name = f"functions#{i}"
