@@ -153,7 +153,7 @@ class Driver:
         self.timeline: list[tuple[int, float, float, int, str]] = []  # (call, start_s, seconds, items, worker)
         self.first_root_s: float | None = None
         self.startup_s = 0.0  # executor start-up (Ray: until the first actor answered and work began)
-        self.workers_ready_s: float | None = None  # Ray: until every actor answered (None: the run ended first)
+        self.workers_ready_s: float | None = None  # Ray: until every actor it started answered (None: the run ended first)
         self.roots_done = 0
         self.restarted_roots = 0  # roots run again after a payload they needed was lost with a node
         self._restarts: dict[str, int] = {}  # root key -> times it was run again

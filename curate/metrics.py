@@ -56,7 +56,7 @@ class RunMetrics:
     stale_reports: int
     restarted_roots: int = 0  # roots run again from their input after a payload was lost with a node
     startup_s: float = 0.0  # executor start-up within wall_s (Ray: until the first actor answered and work began)
-    workers_ready_s: float | None = None  # Ray: until every actor answered; the pools' later actors start while the first work
+    workers_ready_s: float | None = None  # Ray: until every actor the run started answered; the pools' later actors start while the first work
     driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
     writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
     timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
@@ -85,7 +85,7 @@ class RunMetrics:
 
     def summary(self) -> str:
         first = "-" if self.first_root_s is None else f"{self.first_root_s:.3f}s"
-        ready = "" if self.workers_ready_s is None else f", every worker up at {self.workers_ready_s:.3f}s"
+        ready = "" if self.workers_ready_s is None else f", last worker up at {self.workers_ready_s:.3f}s"
         lines = [f"{self.roots} roots in {self.wall_s:.3f}s (start-up {self.startup_s:.3f}s{ready}); "
                  f"first root done at {first}"
                  + (f"; {self.restarted_roots} root(s) run again after payloads were lost with a node"

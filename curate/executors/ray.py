@@ -1,6 +1,7 @@
 """Ray executor: actor pools driving the same pure Scheduler as the local executor.
 
-Class stages and Pools get `replicas` actors each (the class is built once per actor);
+Class stages and Pools get up to `replicas` actors each (`Ramp` starts them as their work calls
+for them; the class is built once per actor);
 function stages with the same resource request share one light pool (`ray_pools`). Payloads
 stay in the object store (`ray_store`): the driver gets per-item outcome codes and child counts,
 keeps `Ref`s, and a downstream batch names the upstream payloads it needs as top-level
@@ -21,11 +22,11 @@ from dataclasses import dataclass
 import ray
 
 from curate.core.outcome import BatchReport
-from curate.errors import Cause, ClusterLostError, CurateError
+from curate.errors import Cause, CurateError
 from curate.executors import CallCosts, PoolReport, timeout_cause
 from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster, node_cpus
 from curate.executors.ray_cores import CoreSlots
-from curate.executors.ray_pools import Group, WarmPools, kill, make_groups, measure_memory
+from curate.executors.ray_pools import Group, Ramp, WarmPools, kill, make_groups, measure_memory
 from curate.executors.ray_store import RayStore, _to_wire, lose_payload, output_calls
 from curate.executors.ray_worker import UNBOUND, Ref
 
@@ -33,10 +34,8 @@ DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the 
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
 MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
 PING, BIND = -1, -2  # the `call` of a ping to a restarted actor, and of a new actor's first call
-# New actors start in the order the pipeline needs them (every pool's first replica, upstream
-# first, then every pool's second...), at most this many per CPU of the cluster at once: starting
-# a worker process is CPU-bound (importing Ray alone is ~0.9 CPU-seconds), so starting more at
-# once than there are CPUs only makes every one of them late, and the first pools wait for the last.
+# New actors start in the order the pipeline needs them (`Ramp`), at most this many per CPU at once:
+# starting a worker process is CPU-bound, so more at once only makes the first pools wait longer.
 STARTING_PER_CPU = 1.0
 
 
@@ -97,7 +96,7 @@ class RayExecutor:
         # a freed core goes to the pool nearest the outputs first: parents finish, memory drains
         order = sorted(range(len(groups)), key=lambda i: -max(driver.plan.calls[c].node for c in groups[i].calls))
         self._run = uuid.uuid4().hex
-        self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self._lost(s)))
+        self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self.cluster.lost(s)))
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
         self._startup(driver, groups, store)
@@ -111,8 +110,10 @@ class RayExecutor:
                 if self._up:  # work begins with the first actor that answered
                     driver.step()
                     self._load = self._slots.load(groups, self._flight)
+                    now = time.perf_counter()
                     for i in order:
                         self._dispatch(driver, groups[i])
+                        self._grow(driver.sched, groups[i], now)
                     if not any(fl.call >= 0 for fl in self._flight.values()):  # pings and binds aside
                         if driver.idle_done():
                             break
@@ -127,7 +128,7 @@ class RayExecutor:
             # whatever the watch's wake-up interrupted (Ray's wait reports it as a SystemError).
             if (driver.lost is None and isinstance(exc, (ray.exceptions.RayError, WorkerGone))
                     and watch.gone_within(CLUSTER_LOST_S)):
-                driver.cluster_lost(self._lost(watch.silent_s()), wake=False)
+                driver.cluster_lost(self.cluster.lost(watch.silent_s()), wake=False)
             if driver.lost is not None and exc is not driver.lost:
                 raise driver.lost from None
             raise
@@ -146,18 +147,12 @@ class RayExecutor:
                 self._store = None
         return [PoolReport(g.name, g.calls, g.stats) for g in groups]
 
-    def _lost(self, silent: float) -> ClusterLostError:
-        return ClusterLostError(
-            f"lost the Ray cluster: {self.cluster.describe()} has not answered for {silent:.0f} s (stopped, "
-            "crashed or unreachable); the run stops here, every input committed so far stays committed, and "
-            "running it again with --resume (resume=True) on a live cluster continues it")
-
     def _startup(self, driver, groups: list[Group], store) -> None:
         """Bind the warm actors and start the first new ones; the loop takes each actor into
         work as it answers (`_bound`), so the first pools work while the last still start."""
         self._startup_store, self._up, self._starting = store, 0, 0
-        self._pending = deque(sorted((a, i) for i, g in enumerate(groups) for a, x in enumerate(g.actors)
-                                     if x is None))  # (replica index, group index)
+        self._ramp = Ramp(groups)
+        self._pending = deque(self._ramp.first(groups))  # (replica index, group index)
         self._start_cap = max(1, math.floor(self.cluster.resources.get("CPU", 0.0) * STARTING_PER_CPU))
         for g in groups:
             for a, actor in enumerate(g.actors):
@@ -165,12 +160,19 @@ class RayExecutor:
                     self._bind(g, a)
         self._launch()
 
+    def _grow(self, sched, g: Group, now: float) -> None:
+        """Start `g`'s next replica when its work calls for one (`Ramp`)."""
+        if (a := self._ramp.grow(g, sched, self._flight, self._cost.seconds, now)) is not None:
+            self._pending.append((a, g.index))
+            self._launch()
+
     def _launch(self) -> None:
         """Start new actors, up to the cap of actors starting at once."""
         while self._pending and self._starting < self._start_cap:
             a, i = self._pending.popleft()
             g = self.groups[i]
             g.actors[a] = g.remote.remote(g.target, g.init)
+            self._ramp.launch(g, a, time.perf_counter())
             self._starting += 1
             self._bind(g, a, new=True)
 
@@ -193,12 +195,13 @@ class RayExecutor:
                 "code with ray_init={'runtime_env': ...}") from None
         self._place(fl, node, cores)
         if fl.new:  # the next actor may start
+            self._ramp.answered(fl.group, fl.actor, time.perf_counter())
             self._starting -= 1
             self._launch()
         self._up += 1
         if self._up == 1:
             driver.started_workers(self._startup_store)
-        if self._up == sum(len(g.actors) for g in self.groups):
+        if not self._starting and not self._pending:  # every actor started so far answered
             driver.workers_ready_s = time.perf_counter() - driver.started
 
     def _place(self, fl: _Call, node: str, cores: float) -> None:
@@ -306,14 +309,15 @@ class RayExecutor:
                 g.since[a] = time.perf_counter()
             g.flight[a].append(key)
 
-    @staticmethod
-    def _pick(sched, g: Group, actor: int) -> int | None:
+    def _pick(self, sched, g: Group, actor: int) -> int | None:
         """Downstream-first Call with ready grains; a busy actor only takes full batches, so
-        pipelining never trades batch fill for latency."""
+        pipelining never trades batch fill for latency, and none of a Call not measured yet
+        while its pool may still grow: that work waits for the pool's next replica (`Ramp`)."""
         busy = len(g.flight[actor]) > 0
         for c in g.calls:
             r = sched.ready(c, idle=not busy)
-            if r and (not busy or r >= sched.plan.calls[c].batch_size):
+            if r and (not busy or (r >= sched.plan.calls[c].batch_size
+                                   and (c in self._cost.seconds or not self._ramp.can_grow(g)))):
                 return c
         return None
 

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from curate.errors import CurateError
+from curate.errors import ClusterLostError, CurateError
 
 RAY_INIT_DEFAULTS = dict(  # a local Ray for one job on this machine
     include_dashboard=False,  # the dashboard costs ~1 s and a port; ask with ray_init={...}
@@ -46,6 +46,12 @@ class ClusterInfo:
         mem = self.resources.get("memory", 0) / 2**30
         return (f"{what} at {self.address} ({self.nodes} node{'s' if self.nodes != 1 else ''}: "
                 f"{res}, {mem:.1f} GiB memory)")
+
+    def lost(self, silent: float) -> ClusterLostError:
+        return ClusterLostError(
+            f"lost the Ray cluster: {self.describe()} has not answered for {silent:.0f} s (stopped, "
+            "crashed or unreachable); the run stops here, every input committed so far stays committed, and "
+            "running it again with --resume (resume=True) on a live cluster continues it")
 
     def to_dict(self) -> dict:
         return {"address": self.address, "how": self.how, "nodes": self.nodes,

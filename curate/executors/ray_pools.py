@@ -89,6 +89,67 @@ def resolve_replicas(groups: list[Group], nodes: list[dict[str, float]]) -> None
         g.replicas = max(1, math.floor(share / g.resources.num_gpus + 1e-9))
 
 
+START_GUESS_S = 0.5  # what starting a worker costs, until this run has measured one
+
+
+class Ramp:
+    """When a run starts each replica. Every pool's first replica starts with the run, and a GPU
+    pool's every replica (a model load is long, and the GPUs are what the run is for). A CPU pool
+    grows one replica at a time, while its replicas that answered are all running calls with work
+    still waiting, once either the work waiting (at its measured seconds per batch) would keep
+    each of them busy for longer than a worker takes to start (measured in this run), or they
+    have been busy so for twice that long: a pool that one worker keeps up with (a near-free
+    stage) never pays for its other workers. Starting one costs about 0.5 CPU-seconds, taken
+    from the run's own work on a small machine. Warm actors (a session's) count as started."""
+
+    def __init__(self, groups: list[Group]):
+        self.wanted = [len(g.actors) if g.resources.uses_gpu else max(1, sum(a is not None for a in g.actors))
+                       for g in groups]
+        self.since: dict[int, float] = {}  # group index -> since when its workers are all busy
+        self.launched: dict[tuple[int, int], float] = {}
+        self.start_s: list[float] = []  # launch to answer, per actor started in this run
+
+    def first(self, groups: list[Group]) -> list[tuple[int, int]]:
+        """(replica, group index) of the actors to start with the run, in start order: every
+        pool's first replica, upstream first, then every pool's second..."""
+        return sorted((a, g.index) for g in groups for a in range(self.wanted[g.index]) if g.actors[a] is None)
+
+    def can_grow(self, g: Group) -> bool:
+        return self.wanted[g.index] < len(g.actors)
+
+    def launch(self, g: Group, a: int, now: float) -> None:
+        self.launched[g.index, a] = now
+
+    def answered(self, g: Group, a: int, now: float) -> None:
+        t0 = self.launched.pop((g.index, a), None)
+        if t0 is not None:
+            self.start_s.append(now - t0)
+
+    def grow(self, g: Group, sched, flight: dict, seconds: dict[int, float], now: float) -> int | None:
+        """The replica of `g` to start now, if any. `flight`: the executor's calls in flight (a
+        negative `call` is a bind or a ping: that actor is not up yet); `seconds`: the measured
+        seconds per batch of each Call."""
+        i = g.index
+        if not self.can_grow(g):
+            return None
+        states = []  # per wanted replica: running a call, idle (False), or not up (None)
+        for a in range(self.wanted[i]):
+            head = flight[g.flight[a][0]] if g.flight[a] else None
+            states.append(None if g.actors[a] is None or (head and head.call < 0) else head is not None)
+        backlog_s = sum(math.ceil(n / sched.plan.calls[c].batch_size) * seconds.get(c, math.inf)
+                        for c in g.calls if (n := sched.ready(c)))  # inf: waiting, not measured yet
+        if not backlog_s or False in states or True not in states:
+            self.since.pop(i, None)
+            return None
+        start = sum(self.start_s) / len(self.start_s) if self.start_s else START_GUESS_S
+        busy = now - self.since.setdefault(i, now)
+        if busy < 2 * start and (backlog_s == math.inf or backlog_s / states.count(True) < start):
+            return None
+        self.since.pop(i, None)
+        self.wanted[i] += 1
+        return self.wanted[i] - 1
+
+
 WARM_WAIT_S = 600.0  # how long a session's run waits, as it ends, for its replicas to start and load
 
 
