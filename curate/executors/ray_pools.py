@@ -111,7 +111,7 @@ class Ramp:
 
     def first(self, groups: list[Group]) -> list[tuple[int, int]]:
         """(replica, group index) of the actors to start with the run, in start order: every
-        pool's first replica, upstream first, then every pool's second..."""
+        pool's first replica, upstream first, then the GPU pools' other replicas."""
         return sorted((a, g.index) for g in groups for a in range(self.wanted[g.index]) if g.actors[a] is None)
 
     def can_grow(self, g: Group) -> bool:
