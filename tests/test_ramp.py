@@ -121,8 +121,8 @@ def test_on_ray_a_near_free_pool_stays_at_one_worker_and_a_busy_one_grows_to_all
 
     pipe = cu.Pipeline(Doc)
     pipe.output("slow", pipe.source.map(cu.stage(Slow, name="slow", batch_size=1, replicas=3, num_cpus=0.1)))
-    res = cu.run(pipe, range(60), executor="ray")
-    assert res.values("slow") == list(range(1, 61))
+    res = cu.run(pipe, range(80), executor="ray")  # 16 s on one worker: room for two more to start
+    assert res.values("slow") == list(range(1, 81))
     assert len(workers(res, "slow")) == 3
 
 
