@@ -172,8 +172,8 @@ def test_a_worker_node_removed_mid_run_loses_nothing(tmp_path, pool):
             seen += "ran (" in line
             # well into the run: remove the node of the worker that just ran a batch (a line
             # without Ray's "(PoolWorker pid=…)" prefix, as CI once saw, waits for the next one)
-            if seen >= 12 and not removed and worker_pid(line):
-                owner.stdin.write(f"remove {worker_pid(line)}\n")
+            if seen >= 12 and not removed and (pid := worker_pid(line)):
+                owner.stdin.write(f"remove {pid}\n")
                 owner.stdin.flush()
                 answer = owner.stdout.readline()
                 assert answer.startswith(("REMOVED", "MISSING")), f"cluster owner answered {answer!r} to {line!r}"

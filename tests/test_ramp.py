@@ -32,7 +32,6 @@ class Work:
     def __init__(self, g, ready=0, seconds=None):
         self.g, self.n, self.seconds = g, ready, {} if seconds is None else {0: seconds}
         self.plan = SimpleNamespace(calls={0: SimpleNamespace(batch_size=1)})
-        self.flight = {"run": SimpleNamespace(call=0), "bind": SimpleNamespace(call=-2)}
 
     def ready(self, call):
         return self.n
@@ -43,8 +42,11 @@ class Work:
             self.g.flight[a] = deque([] if state == "idle" else [state])
         return self
 
+    def answers(self, a):  # as the executor's: started, no bind in flight
+        return self.g.actors[a] is not None and "bind" not in self.g.flight[a]
+
     def grow(self, ramp, now):
-        return ramp.grow(self.g, self, self.flight, self.seconds, now)
+        return ramp.grow(self.g, self, self.answers, self.seconds, now)
 
 
 def test_every_pool_starts_its_first_worker_and_a_gpu_pool_every_worker():

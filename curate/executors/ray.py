@@ -1,15 +1,14 @@
 """Ray executor: actor pools driving the same pure Scheduler as the local executor.
 
 Class stages and Pools get up to `replicas` actors each (`Ramp` starts them as their work calls
-for them; the class is built once per actor);
-function stages with the same resource request share one light pool (`ray_pools`). Payloads
-stay in the object store (`ray_store`): the driver gets per-item outcome codes and child counts,
-keeps `Ref`s, and a downstream batch names the upstream payloads it needs as top-level
-arguments, so Ray moves them from worker to worker. Each actor holds up to `pipeline_depth`
-calls so dispatch hides behind compute, and a call carries several batches of a cheap Call
-(about BUNDLE_TARGET_S of work) so cheap stages do not pay one round trip per batch. CPU work
-starts on a node only while it fits the node's cores (`ray_cores`). With
-`keep_warm` (a `cu.Session`), actors and the writer actor outlive the run for the next one."""
+for them; the class is built once per actor); function stages with the same resource request
+share one light pool (`ray_pools`). Payloads stay in the object store (`ray_store`): the driver
+gets per-item outcome codes and child counts, keeps `Ref`s, and a downstream batch names the
+upstream payloads it needs as top-level arguments, so Ray moves them from worker to worker. Each
+actor holds up to `pipeline_depth` calls so dispatch hides behind compute, and a call carries
+several batches of a cheap Call (about BUNDLE_TARGET_S of work) so cheap stages do not pay one
+round trip per batch. CPU work starts on a node only while it fits the node's cores
+(`ray_cores`). With `keep_warm` (a `cu.Session`), actors and the writer actor outlive the run."""
 
 from __future__ import annotations
 
@@ -34,8 +33,7 @@ DEFAULT_PIPELINE_DEPTH = 2  # calls in flight per actor: one computes while the 
 BUNDLE_TARGET_S = 0.02  # work per Ray call for cheap Calls: amortises dispatch, keeps latency low
 MAX_PINGS = 20  # a replaced actor that fails this many pings in a row cannot come back
 PING, BIND = -1, -2  # the `call` of a ping to a restarted actor, and of a new actor's first call
-# New actors start in the order the pipeline needs them (`Ramp`), at most this many per CPU at once:
-# starting a worker process is CPU-bound, so more at once only makes the first pools wait longer.
+# New actors starting at once, per CPU (`Ramp` orders them): a start is CPU-bound, more only delay the first
 STARTING_PER_CPU = 1.0
 
 
@@ -96,7 +94,7 @@ class RayExecutor:
         # a freed core goes to the pool nearest the outputs first: parents finish, memory drains
         order = sorted(range(len(groups)), key=lambda i: -max(driver.plan.calls[c].node for c in groups[i].calls))
         self._run = uuid.uuid4().hex
-        self._watch = watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self.cluster.lost(s)))
+        watch = GcsWatch(self.cluster.address, on_lost=lambda s: driver.cluster_lost(self.cluster.lost(s)))
         self.warm.start(groups)
         store = self._store if self._store is not None else RayStore()
         self._startup(driver, groups, store)
@@ -160,9 +158,13 @@ class RayExecutor:
                     self._bind(g, a)
         self._launch()
 
+    def _answers(self, g: Group, a: int) -> bool:  # takes work: started, no bind or ping in flight
+        return g.actors[a] is not None and not any(self._flight[r].call < 0 for r in g.flight[a])
+
     def _grow(self, sched, g: Group, now: float) -> None:
         """Start `g`'s next replica when its work calls for one (`Ramp`)."""
-        if (a := self._ramp.grow(g, sched, self._flight, self._cost.seconds, now)) is not None:
+        a = self._ramp.grow(g, sched, lambda a: self._answers(g, a), self._cost.seconds, now)
+        if a is not None:
             self._pending.append((a, g.index))
             self._launch()
 
@@ -275,8 +277,8 @@ class RayExecutor:
         for a in sorted(range(len(g.actors)), key=lambda i: len(g.flight[i])):
             if len(g.flight[a]) >= self.depth:
                 return
-            if g.actors[a] is None or any(self._flight[r].call < 0 for r in g.flight[a]):
-                continue  # not started, starting, or being replaced: no work until the actor answers
+            if not self._answers(g, a):
+                continue
             call = self._pick(sched, g, a)
             if call is None:
                 return

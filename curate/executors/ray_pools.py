@@ -107,7 +107,8 @@ class Ramp:
                        for g in groups]
         self.since: dict[int, float] = {}  # group index -> since when its workers are all busy
         self.launched: dict[tuple[int, int], float] = {}
-        self.start_s: list[float] = []  # launch to answer, per actor started in this run
+        self.start_s = START_GUESS_S  # mean launch-to-answer of the actors this run started
+        self._starts = 0
 
     def first(self, groups: list[Group]) -> list[tuple[int, int]]:
         """(replica, group index) of the actors to start with the run, in start order: every
@@ -123,27 +124,24 @@ class Ramp:
     def answered(self, g: Group, a: int, now: float) -> None:
         t0 = self.launched.pop((g.index, a), None)
         if t0 is not None:
-            self.start_s.append(now - t0)
+            self._starts += 1
+            self.start_s = now - t0 if self._starts == 1 else self.start_s + (now - t0 - self.start_s) / self._starts
 
-    def grow(self, g: Group, sched, flight: dict, seconds: dict[int, float], now: float) -> int | None:
-        """The replica of `g` to start now, if any. `flight`: the executor's calls in flight (a
-        negative `call` is a bind or a ping: that actor is not up yet); `seconds`: the measured
-        seconds per batch of each Call."""
+    def grow(self, g: Group, sched, answers, seconds: dict[int, float], now: float) -> int | None:
+        """The replica of `g` to start now, if any. `answers(a)`: replica `a` takes work (not
+        starting or being replaced); `seconds`: the measured seconds per batch of each Call."""
         i = g.index
         if not self.can_grow(g):
             return None
-        states = []  # per wanted replica: running a call, idle (False), or not up (None)
-        for a in range(self.wanted[i]):
-            head = flight[g.flight[a][0]] if g.flight[a] else None
-            states.append(None if g.actors[a] is None or (head and head.call < 0) else head is not None)
-        backlog_s = sum(math.ceil(n / sched.plan.calls[c].batch_size) * seconds.get(c, math.inf)
-                        for c in g.calls if (n := sched.ready(c)))  # inf: waiting, not measured yet
-        if not backlog_s or False in states or True not in states:
+        up = [bool(g.flight[a]) for a in range(self.wanted[i]) if answers(a)]  # each: running a call
+        backlog_s = 0.0 if not all(up) or not up else sum(
+            math.ceil(n / sched.plan.calls[c].batch_size) * seconds.get(c, math.inf)
+            for c in g.calls if (n := sched.ready(c)))  # inf: waiting, not measured yet
+        if not backlog_s:
             self.since.pop(i, None)
             return None
-        start = sum(self.start_s) / len(self.start_s) if self.start_s else START_GUESS_S
         busy = now - self.since.setdefault(i, now)
-        if busy < 2 * start and (backlog_s == math.inf or backlog_s / states.count(True) < start):
+        if busy < 2 * self.start_s and (backlog_s == math.inf or backlog_s / len(up) < self.start_s):
             return None
         self.since.pop(i, None)
         self.wanted[i] += 1
