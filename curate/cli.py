@@ -6,7 +6,8 @@ CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
 Exit codes: 0 success; 1 error (invalid recipe, refused or crashed run); 2 bad command
 line; 3 partial failure (the run finished, but some inputs FAILED or were SUPPRESSED);
 4 the Ray cluster was lost mid-run (what finished is committed, `--resume` continues); 130
-interrupted (Ctrl-C: what finished is committed, `--resume` continues)."""
+interrupted (Ctrl-C: what finished is committed, `--resume` continues); 141 the reader of
+stdout went away (`curate inspect OUT | head`): the rest of the output is dropped quietly."""
 
 from __future__ import annotations
 
@@ -19,12 +20,18 @@ from curate.errors import ClusterLostError, CurateError
 from curate.io.outdir import OutputDir
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command ended by SIGPIPE (`yes | head`)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one `curate` command; returns its exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that went away shows here, not as an error at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except ClusterLostError as exc:
         print(f"curate {args.command}: {exc}", file=sys.stderr)
         print(f"continue with: curate run {' '.join(_resume_argv(argv))}", file=sys.stderr)
@@ -42,6 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and str(exc):
             print(f"continue with: curate run {' '.join(_resume_argv(argv))}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout closed it (`| head`): stop quietly. Python's own advice: point
+    stdout at devnull, so that the flush at interpreter exit does not raise a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def _resume_argv(argv: list[str] | None) -> list[str]:

@@ -4,6 +4,7 @@ report, overrides and exit codes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from curate.cli import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, main
+from curate.cli import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, main
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKS = str(ROOT / "examples" / "books.yaml")
@@ -52,6 +53,21 @@ def test_inspect_lists_counts_and_the_top_failure_cause(done, capsys):
     out = capsys.readouterr().out
     assert "books: 1 failed, 3 present" in out and "paragraphs: 6 dropped, 23 present" in out
     assert "InputError: missing_chapters.txt" in out and "e.g. books data/books/missing_chapters.txt@" in out
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["show", "paragraphs", "3"]])
+def test_a_reader_that_closes_stdout_ends_the_command_quietly(done, command):
+    """`curate inspect OUT | head`: the read end is closed before the command writes a byte,
+    so its first flush meets a broken pipe, every time."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "curate.cli", command[0], str(done), *command[1:]],
+                              stdout=write, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert proc.returncode == EXIT_BROKEN_PIPE
+    assert proc.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" at exit
 
 
 def test_report_writes_the_timeline_and_summary(done, capsys):
