@@ -108,6 +108,22 @@ class Cause:
         return f"[{self.kind}{where}] {et}{self.message}"
 
     @staticmethod
+    def from_text(kind: str | None, text: str) -> Cause:
+        """The cause that `str(cause)` wrote as `text` (an output's `cause` column), with `kind`
+        from its `cause_kind` column: kind, Call, error type and message as `__str__` lays them
+        out, so `str()` of it gives `text` back. The traceback is not stored in rows: it is
+        empty. A text in another layout becomes the whole message; so does a message that
+        starts like an error type ("ValueError: ...") in a cause that had none."""
+        kind = kind or UNKNOWN_KIND
+        m = _CAUSE_TEXT.fullmatch(text)
+        if m is None or m["kind"] != kind:
+            return Cause(kind, text)
+        et, message = m["error_type"] or "", m["message"]
+        if et and not _names_an_exception(et):  # a message of its own that starts "Note: ..."
+            et, message = "", f"{et}: {message}"
+        return Cause(kind, message, m["call"] or "", et)
+
+    @staticmethod
     def from_exception(exc: BaseException, call: str = "") -> Cause:
         """A cause that records the exception type, message and traceback text."""
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -125,6 +141,26 @@ class Cause:
             own = c.kind if isinstance(value, (InputError, TransientError, WorkerDied)) else kind
             return Cause(own, c.message, call, c.error_type, c.traceback)
         return Cause(kind, str(value), call)
+
+
+UNKNOWN_KIND = "unknown"  # a row written without a cause_kind: the kind of its cause is not known
+# `Cause.__str__`: "[kind in Call] ErrorType: message"; an error type is a class name, no spaces
+_CAUSE_TEXT = re.compile(r"\[(?P<kind>[^\]\s]+)(?: in (?P<call>[^\]]*))?\] "
+                         r"(?:(?P<error_type>[A-Z][A-Za-z0-9_.]*): )?(?P<message>.*)", re.DOTALL)
+
+
+_ERROR_ENDINGS = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Died")  # Died: WorkerDied
+
+
+def _names_an_exception(name: str) -> bool:
+    """Whether `name` (before ': ' in a cause's text) is an exception class's name rather than
+    the first word of a message: the endings Python's and curate's exception names have, or a
+    builtin exception (StopIteration)."""
+    import builtins
+
+    last = name.rsplit(".", 1)[-1]
+    obj = getattr(builtins, last, None)
+    return last.endswith(_ERROR_ENDINGS) or (isinstance(obj, type) and issubclass(obj, BaseException))
 
 
 def _kind_of(exc: BaseException) -> str:

@@ -109,3 +109,25 @@ def test_a_stage_that_cannot_be_built_fails_its_items_at_once(executor, recorder
     assert all(it.status is cu.Status.FAILED for it in items)
     assert items[0].cause.kind == "setup" and "no weights at /nowhere" in items[0].cause.message
     assert len(recorder.values("build")) == 2  # one attempt per batch of 4, no retries, no splitting
+
+
+def test_an_issue_has_the_same_cause_in_memory_and_read_back_from_parquet(tmp_path):
+    """Issue.cause is a Cause either way, with the same kind, Call, error type and message
+    (the traceback is not stored in rows); a drop reason is text either way."""
+
+    def check(xs):
+        return [cu.ItemFailure(cu.InputError(f"{x}: unreadable")) if x == 1 else
+                cu.ItemFailure("Note: no value") if x == 2 else x for x in xs]
+
+    pipe = cu.Pipeline(Doc)
+    kept = pipe.source.map(cu.stage(check, name="check")).filter(cu.stage(lambda xs: [x != 3 for x in xs],
+                                                                          name="odd"))
+    pipe.output("out", kept)
+    mem = cu.run(pipe, [0, 1, 2, 3], executor="local").values("out")
+    disk = cu.run(pipe, [0, 1, 2, 3], executor="local", output_dir=tmp_path / "o").values("out")
+    assert [type(v.cause) for v in mem[1:]] == [cu.Cause, cu.Cause, str]
+    for m, d in zip(mem[1:], disk[1:]):
+        assert type(d.cause) is type(m.cause) and str(d.cause) == str(m.cause)
+    for m, d in zip(mem[1:3], disk[1:3]):
+        assert (d.cause.kind, d.cause.call, d.cause.message) == (m.cause.kind, m.cause.call, m.cause.message)
+    assert disk[1].cause.error_type == "InputError" and disk[1].cause.message == "1: unreadable"

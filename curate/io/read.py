@@ -6,7 +6,7 @@ from pathlib import Path
 
 from curate.core.outcome import Item, Status
 from curate.deps import require
-from curate.errors import CurateError
+from curate.errors import Cause, CurateError
 from curate.io.commits import META
 from curate.names import LINEAGE_COLUMNS
 
@@ -71,5 +71,12 @@ def read_items(out: str | Path, name: str) -> list[Item]:
             value = payload["value"] if set(payload) == {"value"} else payload
             items.append(Item(tuple(r["lineage"]), status, value))
         else:
-            items.append(Item(tuple(r["lineage"]), status, None, r["cause"]))
+            items.append(Item(tuple(r["lineage"]), status, None, _cause(status, r["cause_kind"], r["cause"])))
     return items
+
+
+def _cause(status: Status, kind: str | None, text: str | None):
+    """A row's cause as a run in memory gives it: a drop reason stays text, any other a Cause."""
+    if text is None or status is Status.DROPPED:
+        return text
+    return Cause.from_text(kind, text)
