@@ -5,6 +5,7 @@ Declarations refuse other names at plan time; the writers check the resolved pat
 from __future__ import annotations
 
 import re
+import unicodedata
 
 LINEAGE_COLUMNS = ("root_key", "entity_id", "parent_id", "ordinal", "lineage", "status", "cause_kind", "cause")
 FILES_DIR = "_files"  # payload files of an output: out/<name>/_files/<column>/<digest><ext>
@@ -91,8 +92,41 @@ def template_problem(template) -> str | None:
     return None
 
 
-def fill_template(template: str, fields: dict) -> str:
-    """The relative path a template names for one row: each placeholder replaced by its field
-    made a plain name (a missing field by 'none'), so no value can add a separator or leave
-    the directory."""
-    return _PLACEHOLDER.sub(lambda m: suggest_name(str(fields.get(m.group(1), "none")), "none"), template)
+MAX_FILE_NAME_BYTES = 255  # one path component, in UTF-8 bytes: NAME_MAX of ext4, XFS, btrfs, APFS
+MAX_FIELD_BYTES = 120  # one filled template value: two of them and an extension fit in one name
+TMP_SUFFIX = ".tmp"  # a payload file is written as <name>.tmp, then renamed: its name needs room for it
+_UNSAFE_IN_NAME = frozenset('/\\<>:"|?*')  # separators, and what Windows reserves in a file name
+_REPLACED = "\x00"  # marks a dropped character while a name is cleaned (NUL never survives it)
+
+
+def file_part(text, default: str) -> str:
+    """`text` as one safe component of a file name (a filled template value): in NFC, with
+    Unicode letters, digits, marks and punctuation kept (`Résumé — 論文 (v2) #1` stays
+    readable), and only what is unsafe in a path replaced by one '_' per run: separators,
+    <>:"|?*, control and format characters (NUL, bidi overrides), lone surrogates, whitespace.
+    Leading and trailing '.', '_', '-' go (no hidden file, no '..', no option-like name); then
+    it is cut to MAX_NAME characters and MAX_FIELD_BYTES bytes on a character boundary.
+    `default` if nothing is left."""
+    text = unicodedata.normalize("NFC", str(text))
+    kept = "".join(_REPLACED if ch in _UNSAFE_IN_NAME or ch.isspace() or unicodedata.category(ch)[0] in "CZ"
+                   else ch for ch in text)
+    kept = re.sub(f"{_REPLACED}+", "_", kept).strip("._-")
+    kept = cut_bytes(kept[:MAX_NAME], MAX_FIELD_BYTES).rstrip("._-")
+    return kept or default
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` bytes of UTF-8, on a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+def fill_template(template: str, fields: dict, ext: str = "") -> str:
+    """The relative path a template names for one row, the file's extension `ext` added: each
+    placeholder replaced by its field made a safe name part (`file_part`; a missing field by
+    'none'), so no value can add a separator or leave the directory; and each part cut to fit
+    MAX_FILE_NAME_BYTES (the last one with `ext` and TMP_SUFFIX)."""
+    filled = _PLACEHOLDER.sub(lambda m: file_part(fields.get(m.group(1), "none"), "none"), template).split("/")
+    room = MAX_FILE_NAME_BYTES - len((ext + TMP_SUFFIX).encode())
+    parts = [cut_bytes(p, MAX_FILE_NAME_BYTES).rstrip("._-") or "none" for p in filled[:-1]]
+    return "/".join(parts + [(cut_bytes(filled[-1], room).rstrip("._-") or "none") + ext])

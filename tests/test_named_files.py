@@ -99,3 +99,32 @@ def test_long_names_that_share_their_first_100_characters_get_their_own_files(tm
         folder, route, name = Path(rel).parts[2:]
         assert name == folder + ".md" and route == "text_layer"
         assert re.fullmatch(f"{start}-[0-9a-f]{{8}}", folder) and len(folder) <= MAX_NAME, folder  # the digest whole
+
+
+def test_names_keep_unicode_letters_and_fit_the_file_system(tmp_path):
+    """`{name}` and `{key}` keep Unicode letters and digits (in NFC) and drop only what is
+    unsafe in a path; a name stays within 255 bytes of UTF-8 (cut on a character boundary),
+    with room for its extension and the `.tmp` it is written under first."""
+    stems = ["Résumé — 論文 (v2) #1", "論文", "Re\u0301sume\u0301", "a\x00b\u202ec:d|e", "\U0001F600" * 100]
+    res = cu.run(pipeline("{name}/{key}"), [f"d/{s}.pdf" for s in stems], executor="local", key=key,
+                 output_dir=tmp_path / "out")
+    files = [v["markdown"] for v in res.values("docs")]
+    names = [Path(f).parts[2] for f in files]
+    assert names[:4] == ["Résumé_—_論文_(v2)_#1", "論文", "Résumé", "a_b_c_d_e"]
+    assert names[4] == "\U0001F600" * 30  # 120 bytes: one filled value's share of a name
+    for stem, rel in zip(stems, files):
+        assert (tmp_path / "out" / "docs" / rel).read_text() == f"# d/{stem}.pdf\n"
+        folder, file = Path(rel).parts[2:]
+        stem_part, digest = file[:-len("-01234567.md")], file[-len("-01234567.md"):]
+        assert folder.startswith(stem_part) and re.fullmatch(r"-[0-9a-f]{8}\.md", digest), file  # the digest whole
+        assert all(len(p.encode()) <= 255 for p in (folder, file + ".tmp"))
+
+
+def test_filled_names_are_cut_on_a_character_boundary_within_255_bytes():
+    from curate.names import MAX_FILE_NAME_BYTES, fill_template
+
+    path = fill_template("{a}_{b}_{c}/{a}_{b}_{c}", {k: "論" * 200 for k in "abc"}, ".tar.gz")
+    folder, file = path.split("/")
+    assert len(folder.encode()) <= MAX_FILE_NAME_BYTES and len((file + ".tmp").encode()) <= MAX_FILE_NAME_BYTES
+    assert file.endswith(".tar.gz") and set(file[:-len(".tar.gz")]) == {"論", "_"}
+    assert fill_template("{a}", {"a": "../../etc"}, ".md") == "etc.md"

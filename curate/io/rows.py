@@ -26,11 +26,13 @@ from curate.io.commits import inside
 from curate.names import (
     FILES_DIR,
     LINEAGE_COLUMNS,
+    MAX_FIELD_BYTES,
     MAX_NAME,
+    cut_bytes,
+    file_part,
     file_spec,
     fill_template,
     name_problem,
-    suggest_name,
 )
 
 
@@ -126,20 +128,21 @@ def file_name(entity: str, column: str, ext: str, template: str | None = None, f
     keeps dataset readers (pyarrow, Ray Data) from taking the files for data."""
     if template is None:
         return f"{FILES_DIR}/{column}/{hashlib.sha256(entity.encode()).hexdigest()[:24]}{ext}"
-    return f"{FILES_DIR}/{column}/{fill_template(template, fields or {})}{ext}"
+    return f"{FILES_DIR}/{column}/{fill_template(template, fields or {}, ext)}"
 
 
 def template_fields(row: dict) -> dict:
     """What a file name template may use: the row's payload fields, and `name` (the root
     key's file stem), `key` (that stem plus 8 hex of the root key's digest: unique per input),
-    `ordinal`, `lineage` ('0-3-1'). `key` is a plain name of at most MAX_NAME characters, the
-    stem cut to make room for the digest, so filling the template (which cuts every value to
-    MAX_NAME) keeps it whole."""
+    `ordinal`, `lineage` ('0-3-1'). `key` is a safe name part (`file_part`: Unicode letters
+    kept) of at most MAX_NAME characters and MAX_FIELD_BYTES bytes, the stem cut to make room
+    for the digest, so filling the template (which cuts every value to those) keeps it whole."""
     root = row["root_key"]
     stem = os.path.splitext(os.path.basename(root.rsplit("@", 1)[0]))[0] or root
     digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     fields = {k: v for k, v in row.items() if k not in LINEAGE_COLUMNS}
-    short = suggest_name(stem, "doc")[:MAX_NAME - len(digest) - 1].rstrip("._-")  # starts with a letter or digit
+    room = len(digest) + 1
+    short = cut_bytes(file_part(stem, "doc")[:MAX_NAME - room], MAX_FIELD_BYTES - room).rstrip("._-") or "doc"
     fields.update(name=stem, key=f"{short}-{digest}", ordinal=row["ordinal"],
                   lineage="-".join(map(str, row["lineage"])))
     return fields
