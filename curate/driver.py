@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from curate import defaults
-from curate.core.outcome import PRESENT, Item, Status
+from curate.core.outcome import DROPPED, PRESENT, Item, Status, has_value
 from curate.core.plan import Plan
 from curate.core.scheduler import Scheduler
 from curate.errors import CurateError, EngineError, RootKeyError
@@ -25,8 +25,8 @@ HEARTBEAT_S = 0.5  # longest an executor waits for reports before the driver loo
 
 class Sink(Protocol):
     """Where finished roots go: memory (MemorySink) or Parquet (curate.io.parquet.ParquetSink).
-    Rows reach the sink with the store's value references in their PRESENT items; the sink
-    fetches them (`store.fetch`) or has them fetched where it writes (`store.place`)."""
+    Rows reach the sink with the store's value references in their PRESENT and DROPPED items
+    (`has_value`); the sink fetches them (`store.fetch`) or has them fetched where it writes (`store.place`)."""
 
     def bind(self, store: ValueStore) -> None:
         """Called once the executor's workers are up, before the first root."""
@@ -58,12 +58,12 @@ class MemorySink:
 
     def write_roots(self, roots) -> None:
         roots = [(index, key, {name: list(items) for name, items in rows.items()}) for index, key, rows in roots]
-        present = [(items, i) for _, _, rows in roots for items in rows.values()
-                   for i, it in enumerate(items) if it.status is Status.PRESENT]
-        values = self._fetch([items[i].value for items, i in present]) if present else []
-        for (items, i), v in zip(present, values):
+        held = [(items, i) for _, _, rows in roots for items in rows.values()
+                for i, it in enumerate(items) if has_value(it)]
+        values = self._fetch([items[i].value for items, i in held]) if held else []
+        for (items, i), v in zip(held, values):
             it = items[i]
-            items[i] = Item(it.lineage, it.status, v)
+            items[i] = Item(it.lineage, it.status, v, it.cause)
         for index, key, rows in roots:
             self.keys[index] = key
             for name, items in rows.items():
@@ -325,7 +325,7 @@ class Driver:
             if level == depth:
                 s = st[idx]
                 yield (Item(path, Status(s), val[idx]) if s == PRESENT
-                       else Item(path, Status(s), None, causes.get((slot, idx))))
+                       else Item(path, Status(s), val[idx] if s == DROPPED else None, causes.get((slot, idx))))
                 return
             e = chain[level]
             f = first[e][idx]

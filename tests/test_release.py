@@ -80,3 +80,30 @@ def test_results_are_the_same_with_values_dropped(executor):
     res = cu.run(pipe, [("a", 3), ("b", 1), ("c", 4)], executor=executor)
     assert res.values("captions")[2] == "c/f0:small+c/f1:small+c/f2:small+c/f3:small"
     assert len(res.values("frames")) == 8
+
+
+def test_a_dropped_value_is_kept_for_its_output_row_and_released_upstream():
+    """A DROPPED item's value at the filter reaches its output's cell (through the map that
+    would have read it), and stays there until its root is written; the upstream cells that
+    held it let it go as they would a PRESENT one."""
+    pipe = cu.Pipeline(Video)
+    scored = pipe.source.map(cu.stage(lambda xs: [x + ":scored" for x in xs], name="score", batch_size=4))
+    kept = scored.filter(cu.stage(lambda xs: [not x.startswith("dark") for x in xs], name="bright", batch_size=4))
+    pipe.output("rows", kept.map(cu.stage(lambda xs: [x + ":row" for x in xs], name="row", batch_size=4)))
+    p = compile_plan(pipe)
+    s = Scheduler(p, inflight=1, probe_grains=0)
+    s.admit(["v0", "dark1"], ["v0", "dark1"])
+    b = s.reserve(0)
+    s.complete(b.id, BatchReport([x + ":scored" for x in b.inputs]))
+    b = s.reserve(1)
+    assert b.inputs == ["v0:scored", "dark1:scored"]
+    s.complete(b.id, BatchReport([None, None], codes=[cu.Status.PRESENT, cu.Status.DROPPED], causes={1: "dark"}))
+    (w,) = s.windows.values()
+    score_slot = p.nodes_by_id[p.calls[0].node].out_slot
+    out = p.output_slot("rows")
+    assert w.value[score_slot] == [None, None]  # the filter and the row map have read them
+    assert w.value[out] == [None, "dark1:scored"] and s.pop_finished() == [(w, 1)]  # kept for its row
+    b = s.reserve(2)
+    assert b.inputs == ["v0:scored"]  # the dropped item never enters the row map
+    s.complete(b.id, BatchReport(["v0:scored:row"]))
+    assert w.value[out] == ["v0:scored:row", "dark1:scored"]

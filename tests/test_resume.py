@@ -96,7 +96,10 @@ def test_rows_carry_lineage_typed_payloads_and_causes(reference):
     bad = [r for r in pages if r["status"] == "failed"]
     assert bad and all(r["cause_kind"] == "input" and "unreadable" in r["cause"] for r in bad)
     dropped = [r for r in pages if r["status"] == "dropped"]
-    assert dropped and all(r["cause"] == "blank page" and r["text"] is None for r in dropped)
+    assert dropped and all(r["cause"] == "blank page" for r in dropped)
+    for r in dropped:  # a dropped page keeps its value at the filter: its text and its scan's file
+        assert r["text"] == f"DOC {r['root_key']} PAGE 3" and r["no"] == 3
+        assert (reference / "pages" / r["scan"]).read_bytes() == bytes([int(r["root_key"]) % 256, 3]) * 64
     schema = pq.read_schema(next((reference / "docs").glob("*.parquet")))
     assert str(schema.field("value").type) == "string"
 

@@ -81,6 +81,11 @@ def test_filtered_clips_keep_their_rows_and_scores(local_run):
     dark = clips[-1]
     assert dark["cause_kind"] == "dropped"
     assert dark["cause"].startswith("failed motion, blur, brightness: duration 4.94 s")
+    # a dropped clip keeps its values at the filter: span, scores, split; what later stages add is null
+    assert dark["start_s"] == 0.0 and dark["end_s"] == pytest.approx(4.938, abs=0.05) and dark["split"] == "shot"
+    assert dark["scores"]["duration"] == pytest.approx(dark["end_s"]) and dark["scores"]["brightness"] < 0.06
+    assert set(dark["scores"]) == {"duration", "motion", "blur", "brightness"}
+    assert (dark["caption"], dark["frames"], dark["clip_file"]) == (None, None, None)
     for row in clips[:-1]:
         assert set(row["scores"]) == {"duration", "motion", "blur", "brightness"}
         assert row["model"] == "dummy" and row["prompt"] == "Describe the clip."

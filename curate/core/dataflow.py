@@ -1,7 +1,8 @@
 """How outcomes flow through the graph inside a window: a settled cell notifies its
 consumers; a Call whose input is PRESENT queues a grain, one whose input is not passes the
 outcome on; a reduce becomes ready when its own children are terminal; zips and broadcasts
-resolve at once. Pure: no Ray, no clock, no threads."""
+resolve at once. A DROPPED cell keeps the value its item had at the filter, and passes it on
+with its status (to the outputs' rows). Pure: no Ray, no clock, no threads."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from curate.core.lineage import KEY_BITS, Layout, Window
-from curate.core.outcome import FAILED, PENDING, PRESENT, SUPPRESSED
+from curate.core.outcome import DROPPED, FAILED, PENDING, PRESENT, SUPPRESSED
 from curate.core.plan import Plan
 from curate.errors import EngineError
 
@@ -56,9 +57,9 @@ class Dataflow:
         if st[idx] != PENDING:
             raise EngineError(f"slot {slot} of entity {idx} settled twice")
         st[idx] = status
-        if status == PRESENT:
+        if status == PRESENT or status == DROPPED:  # a dropped item keeps its value at the filter
             w.value[slot][idx] = value
-        else:
+        if status != PRESENT:
             w.causes[(slot, idx)] = cause
         if slot in self._reads_done:
             self._release_inputs(self._reads_done[slot], w, idx)
@@ -88,12 +89,16 @@ class Dataflow:
                 if uses[i] == 0:
                     values[i] = None
 
-    def _resolve_grain(self, node, w: Window, idx: int, status: int, cause) -> None:
-        """A grain ends without a value: its cell (and for an expand, its reduces) say why."""
+    def _resolve_grain(self, node, w: Window, idx: int, status: int, cause, dropped=None) -> None:
+        """A grain ends without a result: its cell (and for an expand, its reduces) say why; a
+        DROPPED one holds the value `dropped` its item had at the filter (an expand's own cell
+        holds no value: its reduces, the parent's next cells, do)."""
+        if node.kind != "expand":
+            self._settle(w, node.grain_slot, idx, status, dropped, cause)
+            return
         self._settle(w, node.grain_slot, idx, status, None, cause)
-        if node.kind == "expand":
-            for r in self._reduces_of[node.id]:
-                self._settle(w, r.out_slot, idx, status, None, cause)
+        for r in self._reduces_of[node.id]:
+            self._settle(w, r.out_slot, idx, status, dropped, cause)
 
     def _notify(self, w: Window, slot: int, idx: int) -> None:
         for n, rel in self._consumers[slot]:
@@ -123,7 +128,7 @@ class Dataflow:
         if st == PRESENT:
             self._enqueue(n.call, w, idx)
         else:
-            self._resolve_grain(n, w, idx, st, w.causes[(src, idx)])
+            self._resolve_grain(n, w, idx, st, w.causes[(src, idx)], w.value[src][idx])
 
     def _commit_expand(self, n, w: Window, p: int, children: list) -> None:
         first = w.add_children(self.layout, n.id, p, children)
@@ -169,15 +174,12 @@ class Dataflow:
     def _resolve_zip(self, n, w: Window, idx: int) -> None:
         for s in n.in_slots:
             st = w.status[s][idx]
-            if st != PRESENT:
-                self._settle(w, n.out_slot, idx, st, None, w.causes[(s, idx)])
+            if st != PRESENT:  # the first input that is not PRESENT: its outcome (and dropped value)
+                self._settle(w, n.out_slot, idx, st, w.value[s][idx], w.causes[(s, idx)])
                 return
         self._settle(w, n.out_slot, idx, PRESENT, tuple(w.value[s][idx] for s in n.in_slots))
 
     def _resolve_bcast(self, n, w: Window, child: int, p: int) -> None:
         src = n.in_slots[0]
         st = w.status[src][p]
-        if st == PRESENT:
-            self._settle(w, n.out_slot, child, PRESENT, w.value[src][p])
-        else:
-            self._settle(w, n.out_slot, child, st, None, w.causes[(src, p)])
+        self._settle(w, n.out_slot, child, st, w.value[src][p], None if st == PRESENT else w.causes[(src, p)])

@@ -15,7 +15,7 @@ class Status(enum.IntEnum):
     """Terminal outcome of an item. The integer codes are what the scheduler stores per grain."""
 
     PRESENT = 1
-    DROPPED = 2  # removed by a filter, with a reason
+    DROPPED = 2  # removed by a filter, with a reason; it keeps its value at the filter
     FAILED = 3  # its own computation failed, with a cause
     SUPPRESSED = 4  # never computed because of another item's failure, with that cause
 
@@ -35,6 +35,7 @@ class BatchReport:
     it (Ray: their pickled size), for the admission's bytes budget."""
 
     values: list  # per item: value (expand: list of children values); None if not PRESENT
+    #               (a filter's PRESENT and DROPPED items keep their input value: not sent back)
     codes: list[int] | None = None
     causes: dict[int, object] = field(default_factory=dict)  # index -> Cause, or drop reason (str)
     nbytes: int = 0
@@ -57,7 +58,9 @@ class ItemFailure:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One entity of an output: its lineage (input index, then ordinals), outcome and value."""
+    """One entity of an output: its lineage (input index, then ordinals), outcome and value. A
+    DROPPED item keeps the value it had at the filter that dropped it; a FAILED or SUPPRESSED
+    one has none."""
 
     lineage: tuple[int, ...]
     status: Status
@@ -67,8 +70,14 @@ class Item:
     def __post_init__(self):
         if self.status is Status.PRESENT and self.cause is not None:
             raise EngineError(f"PRESENT item {self.lineage} carries a cause")
-        if self.status is not Status.PRESENT and self.value is not None:
+        if self.status in (Status.FAILED, Status.SUPPRESSED) and self.value is not None:
             raise EngineError(f"{self.status} item {self.lineage} carries a value")
+
+
+def has_value(item: Item) -> bool:
+    """Whether an item carries a value for a sink to fetch and write: PRESENT, or DROPPED with
+    the value it had at its filter (FAILED and SUPPRESSED items have none)."""
+    return item.status is Status.PRESENT or (item.status is Status.DROPPED and item.value is not None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,9 +220,9 @@ class Scheduler(PrefetchCap):
                     self._settle(w, node.out_slot, idx, PRESENT, w.value[node.in_slots[0]][idx])
                 else:
                     self._settle(w, node.out_slot, idx, PRESENT, values[i])
-            elif code == DROPPED:
+            elif code == DROPPED:  # a filter's verdict: the item keeps the value it was judged on
                 cnt.dropped += 1
-                self._resolve_grain(node, w, idx, DROPPED, causes[i])
+                self._resolve_grain(node, w, idx, DROPPED, causes[i], w.value[node.in_slots[0]][idx])
             else:
                 if code == GROUP and nested:
                     w.barriers[(call, w.parent[gspace][idx])] = causes[i]

@@ -98,20 +98,24 @@ def sources(x, out: set | None = None) -> set:
 
 
 def output_calls(plan) -> set[int]:
-    """Calls whose payloads hold output values (through filters, zips and broadcasts, which pass
-    values on as they are)."""
+    """Calls whose payloads hold output values: those a PRESENT row reaches through filters,
+    zips and broadcasts (which pass values on as they are), and those whose value a filter
+    upstream of an output may drop (a DROPPED row carries the value it had at the filter)."""
     by_slot = {n.out_slot: n for n in plan.nodes}
     out, seen = set(), set()
-    stack = [by_slot[plan.output_slot(name)] for name in plan.outputs]
+    # (node, whether its own value may reach an output row)
+    stack = [(by_slot[plan.output_slot(name)], True) for name in plan.outputs]
     while stack:
-        n = stack.pop()
-        if n.id in seen:
+        n, reaches = stack.pop()
+        if (n.id, reaches) in seen:
             continue
-        seen.add(n.id)
-        if n.call >= 0 and n.kind != "filter":
+        seen.add((n.id, reaches))
+        if reaches and n.call >= 0 and n.kind != "filter":
             out.add(n.call)
-        else:
-            stack.extend(by_slot[s] for s in n.in_slots if s in by_slot)
+        passes = n.call < 0 or n.kind == "filter"  # its input value is its value
+        for s in n.in_slots:
+            if s in by_slot:
+                stack.append((by_slot[s], n.kind == "filter" or (reaches and passes)))
     return out
 
 

@@ -59,20 +59,29 @@ def unified_schema(files: list[str]):
 
 
 def read_items(out: str | Path, name: str) -> list[Item]:
-    """Rows of an output as Items sorted by lineage. The value is the payload: the `value`
-    column alone, or a dict of every column that is not a lineage column (payload fields keep
-    their names as columns; a field named like a lineage column is refused when writing)."""
+    """Rows of an output as Items sorted by lineage. The value (of a PRESENT or DROPPED row) is
+    the payload: the `value` column alone, or a dict of every column that is not a lineage
+    column (payload fields keep their names as columns; a field named like a lineage column is
+    refused when writing)."""
     rows = read_table(out, name).to_pylist()
     items = []
     for r in sorted(rows, key=lambda r: r["lineage"]):
         status = Status[r["status"].upper()]
         if status is Status.PRESENT:
-            payload = {k: v for k, v in r.items() if k not in LINEAGE_COLUMNS}
-            value = payload["value"] if set(payload) == {"value"} else payload
-            items.append(Item(tuple(r["lineage"]), status, value))
-        else:
-            items.append(Item(tuple(r["lineage"]), status, None, _cause(status, r["cause_kind"], r["cause"])))
+            items.append(Item(tuple(r["lineage"]), status, _payload(r)))
+        else:  # a DROPPED row keeps the columns of the value it had at its filter
+            value = _payload(r) if status is Status.DROPPED else None
+            items.append(Item(tuple(r["lineage"]), status, value, _cause(status, r["cause_kind"], r["cause"])))
     return items
+
+
+def _payload(row: dict):
+    """A row's payload: its `value` column alone, or a dict of its other columns; None for a
+    DROPPED row whose payload columns are all empty (it was dropped with no value)."""
+    payload = {k: v for k, v in row.items() if k not in LINEAGE_COLUMNS}
+    if row["status"] == "dropped" and all(v is None for v in payload.values()):
+        return None
+    return payload["value"] if set(payload) == {"value"} else payload
 
 
 def _cause(status: Status, kind: str | None, text: str | None):

@@ -20,7 +20,7 @@ import os
 from pathlib import Path, PurePath
 
 from curate.core.lineage import entity_id
-from curate.core.outcome import Item, Status
+from curate.core.outcome import Item, Status, has_value
 from curate.errors import CurateError, EngineError
 from curate.io.commits import inside
 from curate.names import (
@@ -41,9 +41,17 @@ class PayloadError(CurateError):
     lineage column, which every row already carries."""
 
 
+ROW_HOOK = "__curate_row__"  # a record's method that gives its row's fields, when they are not its own
+
+
 def payload_fields(value) -> dict:
     """The payload as named fields, each made of types Parquet stores (nested records as
-    structs, sequences as lists, paths and enums as text)."""
+    structs, sequences as lists, paths and enums as text). A record with a `__curate_row__()`
+    method gives its fields from it: a record that an output's rows show in the columns of
+    another (a clip dropped at its filter, in the columns of the captioned clips)."""
+    hook = getattr(type(value), ROW_HOOK, None)
+    if hook is not None:
+        value = hook(value)
     value = plain(value)
     if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
         return value
@@ -86,8 +94,8 @@ def item_row(item: Item, root_key: str, defer: bool = False, output: str | None 
         "cause_kind": None if cause is None else ("dropped" if item.status is Status.DROPPED else getattr(cause, "kind", None)),
         "cause": None if cause is None else str(cause),
     }
-    if item.status is Status.PRESENT:
-        if defer:
+    if has_value(item):
+        if defer:  # a DROPPED item's columns are those of the value it had at its filter
             row[DEFERRED] = item.value
         else:
             _add_payload(row, item.value, output)

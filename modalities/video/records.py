@@ -142,6 +142,14 @@ class ScoredClip:
         """Filter name -> score (what the clips table keeps)."""
         return {s.name: s.score for s in self.scores}
 
+    def __curate_row__(self) -> dict:
+        """Its row in the clips table, named as a ClipCaption's columns: a clip its filter
+        DROPPED keeps this value, so its row shows its span, scores and split beside its kept
+        siblings' (their caption, frames and file stay null)."""
+        c = self.clip
+        return {"start_s": c.start_s, "end_s": c.end_s, "scores": self.score_map(), "split": c.split,
+                "decisions": c.decisions}
+
 
 def clip_of(item) -> ClipRecord:
     """The ClipRecord of a stage's item: a ClipRecord, or a ScoredClip holding one."""
