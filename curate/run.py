@@ -19,7 +19,10 @@ from curate.driver import Driver, MemorySink
 from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints
+from curate.io import manifest
+from curate.io.files import FileInputs, check_resume
 from curate.io.outdir import OutputDir, new_run_id
+from curate.keys import IndexDigests
 from curate.metrics import RunMetrics, collect
 from curate.pipeline import Pipeline
 from curate.progress import Progress
@@ -100,6 +103,9 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
     if not isinstance(input_batch_size, int) or input_batch_size < 1:
         raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
+    files = inputs if isinstance(inputs, FileInputs) else None
+    if key is None and files is not None:
+        key = files.key  # each file relative to its input's root (curate.io.files)
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight, max_entities=max_live_entities, max_bytes=max_live_bytes)
     out = OutputDir(output_dir) if output_dir is not None else None
@@ -111,7 +117,11 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
     if out is not None:
         driver.skip = sink.committed_keys
-        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None)
+        driver.committed_digests = IndexDigests(sink.records)
+        if resume:
+            _check_resume(out, sink, files, key, inputs, driver.committed_digests)
+        described = files.describe() if files is not None else None
+        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None, described)
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error, pools_run = "failed", None, []
@@ -143,6 +153,16 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     if out is not None:
         return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
     return RunResult(plan, sink, metrics)
+
+
+def _check_resume(out: OutputDir, sink, files: FileInputs | None, key, inputs, digests: IndexDigests) -> None:
+    """Refuse, before anything starts, a resume whose inputs are not those committed: files
+    rooted elsewhere (the same content under another key), or a list whose index-keyed inputs
+    changed."""
+    if files is not None:
+        check_resume(files, key, sink.committed_keys, (manifest.load(out.path) or {}).get("runs", []))
+    elif key is None and isinstance(inputs, (list, tuple)) and digests:
+        digests.check_all(inputs)
 
 
 class RunInterrupted(KeyboardInterrupt):
