@@ -94,6 +94,15 @@ def test_glob_roots_and_keys():
     assert list(found) == [found[i] for i in range(len(found))] and found[-1] == found[len(found) - 1]
 
 
+def test_file_name_templates_take_the_name_of_a_nested_key():
+    """`{name}` and `{key}` of payload file templates use the key's file name, not its folders."""
+    from curate.io.rows import template_fields
+
+    row = {"root_key": "sub/dir/Report.pdf@0123456789abcdef", "ordinal": 0, "lineage": [0], "markdown": "x"}
+    fields = template_fields(row)
+    assert fields["name"] == "Report" and fields["key"].startswith("Report-") and "/" not in fields["key"]
+
+
 def test_a_file_named_by_two_inputs_is_refused(tmp_path):
     from curate.io import files
 

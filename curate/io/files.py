@@ -46,7 +46,7 @@ def dir_files(directory: str, extensions: Sequence[str] = ()) -> list[str]:
     leading `.`) are skipped, and a link back to a directory already walked is not followed
     (the loop-safe walk of `sources.glob`)."""
     ends = tuple(e.lower() for e in extensions)
-    found = (os.path.join(directory, m) for m in sources._glob_matches("**", directory))
+    found = (os.path.join(directory, m) for m in sources.below(directory))
     return sorted(f for f in found if os.path.isfile(f) and (not ends or f.lower().endswith(ends)))
 
 

@@ -100,6 +100,12 @@ def _glob_matches(pattern: str, root: str) -> set[str]:
     return {os.sep + m for m in found} if absolute else found
 
 
+def below(directory: str) -> set[str]:
+    """Every name under `directory`, recursively, relative to it (files and directories), with
+    `glob`'s care: hidden names skipped, a link back to a directory already walked not followed."""
+    return _glob_matches("**", directory)
+
+
 def _step(walk, here: str, rel: str, name: str, rest: list[str], inside: frozenset) -> None:
     """Go on matching `rest` below `name` (a directory), or take `name` as a match if it exists."""
     full = os.path.join(here, name)
