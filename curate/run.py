@@ -86,8 +86,11 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     (while the model pools are short of work), bounded by `max_live_entities` and
     `max_live_bytes` (payloads pinned in Ray's object store); `inflight=N` admits at most N
     windows at once instead. `key(input)` gives a root's stable key: a non-empty str (an int is taken as its
-    text), unique among the inputs (default: the input index as text); a key that is None,
-    another type or a duplicate stops the run with a RootKeyError naming the input(s).
+    text), unique among the inputs; a key that is None, another type or a duplicate stops the
+    run with a RootKeyError naming the input(s). The default (`curate.keys`): a file's name
+    and content hash, bytes' content hash, else the input index as text (and a resume whose
+    input at a committed index changed is refused); a `curate.io.files.FileInputs` keys each
+    file relative to its input root, and a resume where those resolve differently is refused.
     `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
     "local" (threads in this process) or an executor object; other keyword arguments go to it.
 
