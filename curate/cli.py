@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a recipe into an output directory")
     r.add_argument("recipe", help=recipe_help)
     r.add_argument("--input", action="append", default=[],
-                   help="input path or glob (repeatable); replaces the recipe's input (needed if it has none)")
+                   help="input file, glob or directory (repeatable; a directory: its files with the recipe's "
+                        "extensions, recursively); replaces the recipe's input (needed if it has none)")
     r.add_argument("--output", help="output directory (default: the recipe's run.output_dir)")
     r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")
@@ -148,7 +149,7 @@ def cmd_recipes(args) -> int:
 
 def cmd_run(args) -> int:
     import curate as cu
-    from curate.io import sources
+    from curate.io.files import FileInputs
     from curate.recipe import bundled
 
     recipe, found = _load(args, input_given=bool(args.input))
@@ -167,9 +168,10 @@ def cmd_run(args) -> int:
     if opts.get("executor") == "local":
         opts.pop("address", None)
     if args.input:
-        inputs, key = _cli_inputs(args.input, sources), _cli_key
-    else:
-        inputs, key = recipe.inputs(), recipe.key
+        inputs, key = _cli_inputs(args.input, recipe.extensions), None  # the files key themselves
+    else:  # a recipe's glob lists its files (a FileInputs, keyed as recipe.key keys them)
+        inputs = recipe.inputs()
+        key = None if isinstance(inputs, FileInputs) else recipe.key
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
                  allow_changed_code=args.allow_changed_code, progress=not args.no_progress,
                  recipe=recipe.text, **opts)
@@ -184,25 +186,17 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
-def _cli_key(path: str) -> str:
-    """The root key of an --input path: relative to the working directory when it is under it
-    (as the user typed it), else the path as given; plus a hash of its content."""
-    from curate.io import sources
+def _cli_inputs(specs: list[str], extensions: tuple[str, ...]):
+    """--input paths, globs and directories, expanded now (a directory: recursively, to the
+    files with the recipe's `extensions`), each file keyed relative to its input's root
+    (`curate.io.files`). Nothing to read (an empty glob, a missing path, a directory without
+    such files) is an error before the run starts; the files found are counted on stderr."""
+    from curate.io.files import expand
 
-    inside = os.path.abspath(path).startswith(os.getcwd() + os.sep)
-    return sources.path_key(path, base_dir=os.getcwd() if inside else None)
-
-
-def _cli_inputs(specs: list[str], sources) -> list[str]:
-    """--input paths and globs, expanded now: a glob that matches nothing is an error before
-    the run starts."""
-    out: list[str] = []
-    for spec in specs:
-        if any(ch in spec for ch in "*?["):
-            out.extend(sources.glob(spec, Path.cwd()))
-        else:
-            out.append(spec)
-    return out
+    files = expand(specs, Path.cwd(), extensions)
+    for g in files.groups:
+        print(f"curate run: --input {g.spec}: {len(g.paths)} file(s), keyed relative to {g.root}", file=sys.stderr)
+    return files
 
 
 def cmd_inspect(args) -> int:

@@ -15,6 +15,7 @@ from curate.core.outcome import DROPPED, PRESENT, Item, Status, has_value
 from curate.core.plan import Plan
 from curate.core.scheduler import Scheduler
 from curate.errors import CurateError, EngineError, RootKeyError
+from curate.keys import IndexDigests, content_key, digest_hex, value_digest
 from curate.values import LocalStore, ValueStore
 
 _END = object()
@@ -82,15 +83,23 @@ class MemorySink:
 class RootKeys:
     """Checks the stable key of every input: a str (an int is taken as its decimal text), not
     empty, and unique among the inputs of this run, skipped ones included. A 64-bit digest per
-    input (and its index) is kept, so a duplicate can name both inputs."""
+    input (and its index) is kept, so a duplicate can name both inputs. Without `key=`, a file
+    or bytes input is keyed by its content and any other by its index (`curate.keys`); then
+    `digest` is that input's value digest, else None."""
 
     def __init__(self, key: Callable[[Any], Any] | None):
         self._key = key
         self._seen: dict[int, int] = {}  # key digest -> input index
+        self.digest: int | None = None  # of the last input, where it is keyed by its index
 
     def __call__(self, value: Any, index: int) -> str:
+        self.digest = None
         if self._key is None:
-            return str(index)  # the default keys cannot collide
+            k = content_key(value)
+            if k is None:  # keyed by index: they cannot collide (and have no '@')
+                self.digest = value_digest(value)
+                return str(index)
+            return self._unique(k, value, index)
         try:
             k = self._key(value)
         except Exception as exc:  # noqa: BLE001 - the user's key function: say which input broke it
@@ -103,14 +112,21 @@ class RootKeys:
                                "a non-empty str (or an int), e.g. a path plus a content hash "
                                "(curate.io.sources.path_key); join several parts into one text, "
                                "e.g. f\"{a}/{b}\"")
+        return self._unique(k, value, index)
+
+    def _unique(self, k: str, value: Any, index: int) -> str:
         digest = int.from_bytes(hashlib.blake2b(k.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
         first = self._seen.setdefault(digest, index)
-        if first != index:
-            raise RootKeyError(f"key= gave input {index} ({_short(value)}) the key {k!r}, which input {first} "
-                               "already has; root keys must be unique, or their rows would mix and a resumed "
-                               "run would skip the second input; make the key tell them apart (e.g. include "
-                               "the full path or a content hash), or remove the duplicate input")
-        return k
+        if first == index:
+            return k
+        if self._key is None:
+            raise RootKeyError(f"input {index} ({_short(value)}) has the same name and content as input {first} "
+                               f"(default key {k!r}); root keys must be unique, or their rows would mix; remove "
+                               "the duplicate, or pass key= to tell them apart")
+        raise RootKeyError(f"key= gave input {index} ({_short(value)}) the key {k!r}, which input {first} "
+                           "already has; root keys must be unique, or their rows would mix and a resumed "
+                           "run would skip the second input; make the key tell them apart (e.g. include "
+                           "the full path or a content hash), or remove the duplicate input")
 
 
 def _short(value: Any) -> str:
@@ -139,6 +155,8 @@ class Driver:
         self.total = len(inputs) if hasattr(inputs, "__len__") else None
         self.progress = None  # a curate.progress.Progress, when shown
         self.skip: set[str] = set()  # root keys already committed (resume)
+        self.committed_digests = IndexDigests()  # of index-keyed inputs committed before (resume)
+        self.input_digests: dict[str, str] | None = getattr(sink, "input_digests", None)  # for the sink
         self.skipped = 0
         self.sink = sink
         self.store: ValueStore = LocalStore()
@@ -230,8 +248,12 @@ class Driver:
                     break
                 k = self._key(v, self._index)
                 if k in self.skip:
+                    if self._key.digest is not None:  # keyed by index: refuse a changed input
+                        self.committed_digests.check(self._index, v, self._key.digest)
                     self.skipped += 1
                 else:
+                    if self._key.digest and self.input_digests is not None:  # the sink commits it
+                        self.input_digests[k] = digest_hex(self._key.digest)
                     keys.append(k)
                     values.append(v)
                     indices.append(self._index)

@@ -19,7 +19,10 @@ from curate.driver import Driver, MemorySink
 from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints
+from curate.io import manifest
+from curate.io.files import FileInputs, check_resume
 from curate.io.outdir import OutputDir, new_run_id
+from curate.keys import IndexDigests
 from curate.metrics import RunMetrics, collect
 from curate.pipeline import Pipeline
 from curate.progress import Progress
@@ -83,8 +86,11 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     (while the model pools are short of work), bounded by `max_live_entities` and
     `max_live_bytes` (payloads pinned in Ray's object store); `inflight=N` admits at most N
     windows at once instead. `key(input)` gives a root's stable key: a non-empty str (an int is taken as its
-    text), unique among the inputs (default: the input index as text); a key that is None,
-    another type or a duplicate stops the run with a RootKeyError naming the input(s).
+    text), unique among the inputs; a key that is None, another type or a duplicate stops the
+    run with a RootKeyError naming the input(s). The default (`curate.keys`): a file's name
+    and content hash, bytes' content hash, else the input index as text (and a resume whose
+    input at a committed index changed is refused); a `curate.io.files.FileInputs` keys each
+    file relative to its input root, and a resume where those resolve differently is refused.
     `executor` is "ray" (actor pools; a local Ray starts on demand, or pass `address=`),
     "local" (threads in this process) or an executor object; other keyword arguments go to it.
 
@@ -100,6 +106,9 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
     if not isinstance(input_batch_size, int) or input_batch_size < 1:
         raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
+    files = inputs if isinstance(inputs, FileInputs) else None
+    if key is None and files is not None:
+        key = files.key  # each file relative to its input's root (curate.io.files)
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight, max_entities=max_live_entities, max_bytes=max_live_bytes)
     out = OutputDir(output_dir) if output_dir is not None else None
@@ -111,7 +120,11 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
     if out is not None:
         driver.skip = sink.committed_keys
-        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None)
+        driver.committed_digests = IndexDigests(sink.records)
+        if resume:
+            _check_resume(out, sink, files, key, inputs, driver.committed_digests)
+        described = files.describe() if files is not None else None
+        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None, described)
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error, pools_run = "failed", None, []
@@ -143,6 +156,16 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     if out is not None:
         return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
     return RunResult(plan, sink, metrics)
+
+
+def _check_resume(out: OutputDir, sink, files: FileInputs | None, key, inputs, digests: IndexDigests) -> None:
+    """Refuse, before anything starts, a resume whose inputs are not those committed: files
+    rooted elsewhere (the same content under another key), or a list whose index-keyed inputs
+    changed."""
+    if files is not None:
+        check_resume(files, key, sink.committed_keys, (manifest.load(out.path) or {}).get("runs", []))
+    elif key is None and isinstance(inputs, (list, tuple)) and digests:
+        digests.check_all(inputs)
 
 
 class RunInterrupted(KeyboardInterrupt):

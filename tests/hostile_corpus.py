@@ -110,9 +110,8 @@ def _dotdot(tmp: Path) -> Path:
 def _inputs(tmp: Path, name_glob: str, shared: list[Path], corpus: list[Hostile]) -> list[str]:
     """The --input arguments of one run over the whole corpus: a recursive glob over `tmp` (which
     must not follow the loops/ symlinks), the shared files, and one by one what a glob leaves out
-    by design: directories, hidden names, and paths through a `..`."""
-    explicit = [h.path for h in corpus
-                if h.path.is_dir() or h.path.name.startswith(".") or ".." in h.path.parts]
+    by design: hidden names, and paths through a `..`."""
+    explicit = [h.path for h in corpus if h.path.name.startswith(".") or ".." in h.path.parts]
     return [str(tmp / "**" / name_glob), *map(str, shared), *map(str, explicit)]
 
 
@@ -192,22 +191,22 @@ def _shared_and_good(tmp: Path, folder: Path, shared: dict, good) -> list[Hostil
 
 
 def _link_cases(tmp: Path, ext: str) -> list[Hostile]:
-    """A symlink loop, a dangling link, a directory and a named pipe, each named like an input."""
+    """A symlink loop, a dangling link and a named pipe, each named like an input (and a
+    directory named like one, which the glob must leave out: a directory given as an input
+    expands to its files, tests/test_inputs.py)."""
     links = _links(tmp, ext)
     return [Hostile("symlink_loop", links["loop"], "failed",
                     ("symlink loop", f"loop_a{ext} -> loop_b -> loop_a{ext}", "replace the link"),
                     f"loop_a{ext} -> loop_b -> loop_a{ext}"),
             Hostile("dangling", links["dangling"], "failed", ("dangling symlink", f"nowhere/gone{ext}"),
                     "a symlink to nothing"),
-            Hostile("dir", links["dir"], "failed", ("is a directory", "give the files inside it"),
-                    f"a directory named dir{ext}"),
             Hostile("fifo", links["fifo"], "failed", ("not a regular file but a named pipe", "give the"),
                     f"a named pipe named pipe{ext}")]
 
 
 def pdf_corpus(tmp: Path) -> tuple[list[Hostile], list[str]]:
     """(the corpus, the --input arguments that give it to one run: a recursive glob over `tmp`,
-    the shared files, and what a glob leaves out by design: the directory, and a path with a
+    the shared files, and what a glob leaves out by design: a hidden name, and a path with a
     `..` component)."""
     out = _shared_and_good(tmp, PDFS, SHARED_PDFS, GOOD_PDFS)
 

@@ -60,10 +60,10 @@ def test_an_input_glob_that_matches_nothing_is_an_error_before_the_run(tmp_path,
 def test_a_key_function_that_raises_is_one_line_from_the_cli(tmp_path, capsys, monkeypatch):
     from curate.io import sources
 
-    def broken(path, base_dir=None):
+    def broken(path):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(sources, "path_key", broken)
+    monkeypatch.setattr(sources, "file_digest", broken)  # what the recipe's file keys hash with
     assert main(["run", BOOKS, "--output", str(tmp_path / "o"), *LOCAL]) == EXIT_ERROR
     one_line_error(capsys, "key= raised OSError: disk on fire for input 0", "fix the key function")
 

@@ -287,7 +287,7 @@ def test_the_bundled_recipe_runs_by_name_on_the_cpu(tiny_model, tmp_path, capsys
     assert code == EXIT_PARTIAL, capsys.readouterr()
     clips = sorted(pq.read_table(out / "clips").to_pylist(), key=lambda r: r["lineage"])
     assert [r["lineage"] for r in clips] == [[0, k] for k in range(len(clips))] and len(clips) >= 2
-    assert all(r["status"] == "present" and r["root_key"].startswith(str(video) + "@") for r in clips)
+    assert all(r["status"] == "present" and r["root_key"].startswith(video.name + "@") for r in clips)
     assert clips[0]["start_s"] == 0.0 and clips[-1]["end_s"] == 10.0
     assert all(a["end_s"] == b["start_s"] for a, b in itertools.pairwise(clips))  # the shots tile the video
     for r in clips:

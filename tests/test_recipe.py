@@ -85,7 +85,7 @@ def test_books_recipe_gives_the_python_examples_values():
         assert _comparable(got.items(name)) == _comparable(ref.items(name))
     assert [v.title for v in got.values("books") if not isinstance(v, cu.Issue)] == [
         "Alice's Adventures in Wonderland", "Moby-Dick; or, The Whale", "Pride and Prejudice"]
-    assert got.root_keys()[0].startswith("data/books/alice_in_wonderland.txt@")
+    assert got.root_keys()[0].startswith("alice_in_wonderland.txt@")  # relative to the glob's root
     assert list(got.metrics.calls) == list(ref.metrics.calls)  # the same Calls, in the same order
 
 
@@ -98,7 +98,7 @@ def test_books_recipe_fields():
     paths = list(recipe.inputs())
     assert paths == sorted(str(p) for p in (EXAMPLES / "data" / "books").glob("*.txt"))
     assert list(recipe.inputs()) == paths  # a fresh iterator on every call
-    assert re.fullmatch(r"data/books/moby_dick\.txt@[0-9a-f]{16}", recipe.key(paths[2]))
+    assert re.fullmatch(r"moby_dick\.txt@[0-9a-f]{16}", recipe.key(paths[2]))  # from data/books/
     assert set(recipe.pipeline.outputs) == {"books", "paragraphs"}
     where = {d.where for d in recipe.pipeline.nodes}
     assert all(re.fullmatch(r"books\.yaml:\d+", w) for w in where)  # every node at its recipe line
@@ -351,7 +351,7 @@ def test_parquet_input_in_a_recipe(tmp_path):
     spec = 'input: {parquet: {path: data/files.parquet, column: path, paths: true}}'
     recipe = load_recipe(_write(tmp_path, MINI.replace('input: {glob: "*.txt"}', spec)))
     assert list(recipe.inputs()) == [str(tmp_path / "data" / "x.txt"), "/abs/y.txt"]
-    assert recipe.key(str(tmp_path / "data" / "x.txt")).startswith("data/x.txt@")
+    assert recipe.key(str(tmp_path / "data" / "x.txt")).startswith("x.txt@")  # from the Parquet file's dir
     values = load_recipe(_write(tmp_path, MINI.replace('input: {glob: "*.txt"}', spec.replace(
         "column: path, paths: true", "column: n"))))
     assert list(values.inputs()) == [1, 2] and values.key is None

@@ -62,7 +62,8 @@ def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_cha
 
 
 def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
-              fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None) -> dict:
+              fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None,
+              inputs: list[dict] | None = None) -> dict:
     """Record a run that has started (its workers are up); a refused run leaves no entry."""
     (out / META).mkdir(parents=True, exist_ok=True)
     man = load(out)
@@ -77,6 +78,8 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
         entry["changed_code"] = changed_code
     if cluster is not None:
         entry["cluster"] = cluster  # which Ray: address, how it was reached, nodes, resources
+    if inputs is not None:
+        entry["inputs"] = inputs  # file inputs and their roots: a resume rooted elsewhere is refused
     man["runs"].append(entry)
     write_json_atomic(path(out), man)
     return man

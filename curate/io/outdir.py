@@ -36,11 +36,12 @@ class OutputDir:
                          changed=changed, recipe=recipe)
         return ParquetSink(self.path, plan.output_options, run_id, **(sink_options or {}))
 
-    def run_started(self, cluster: dict | None = None) -> None:
-        """The run's workers are up: record it in the manifest (with which Ray cluster)."""
+    def run_started(self, cluster: dict | None = None, inputs: list[dict] | None = None) -> None:
+        """The run's workers are up: record it in the manifest (with which Ray cluster, and the
+        file inputs with their roots: `curate.io.files.FileInputs.describe`)."""
         r = self._run
         self._man = manifest.start_run(self.path, r["run_id"], r["plan"], r["recipe"], r["resume"],
-                                       r["fingerprints"], r["changed"], cluster)
+                                       r["fingerprints"], r["changed"], cluster, inputs)
 
     @property
     def started(self) -> bool:

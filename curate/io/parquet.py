@@ -58,6 +58,7 @@ class ParquetSink:
         self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}  # rows not yet shipped
         self._buffered = 0
         self._roots: list[str] = []  # roots of the open flush
+        self.input_digests: dict[str, str] = {}  # index-keyed roots admitted: their input's digest
         self._rows = 0  # rows of the open flush
         self._stage: Path | None = None  # its staging directory, once something was shipped
         self._seq = 0
@@ -131,6 +132,9 @@ class ParquetSink:
         if self._writer_elsewhere:
             self.writer_peak_rss = max(self.writer_peak_rss, peak)
         record = {"flush": flush, "run": self.run_id, "shards": shards, "roots": self._roots, "counts": counts}
+        digests = {k: self.input_digests.pop(k) for k in self._roots if k in self.input_digests}
+        if digests:  # a resume checks that each index still names the same input (curate.keys)
+            record["inputs"] = digests
         self.log.commit(record)
         self.records.append(record)
         for name, c in counts.items():

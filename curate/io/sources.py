@@ -3,7 +3,8 @@ stable root key of a file input (its path plus a hash of its content).
 
 Relative paths are joined to a base directory (a recipe passes its own; `list_file` entries are
 relative to the list file). A source yields paths whether or not the files exist: a missing
-file fails its own input in the stage that opens it, and never the run."""
+file fails its own input in the stage that opens it, and never the run. (Paths, globs and
+directories given on the command line are expanded and checked up front: `curate.io.files`.)"""
 
 from __future__ import annotations
 
@@ -99,6 +100,12 @@ def _glob_matches(pattern: str, root: str) -> set[str]:
     return {os.sep + m for m in found} if absolute else found
 
 
+def below(directory: str) -> set[str]:
+    """Every name under `directory`, recursively, relative to it (files and directories), with
+    `glob`'s care: hidden names skipped, a link back to a directory already walked not followed."""
+    return _glob_matches("**", directory)
+
+
 def _step(walk, here: str, rel: str, name: str, rest: list[str], inside: frozenset) -> None:
     """Go on matching `rest` below `name` (a directory), or take `name` as a match if it exists."""
     full = os.path.join(here, name)
@@ -174,18 +181,26 @@ def path_key(path: str | os.PathLike, base_dir: str | os.PathLike | None = None)
     same key on every run; an edited file gets a new one. A file that cannot be read, or is not a
     regular file (a directory, a named pipe, a device), gets `PATH@missing`, and the stage that
     opens it fails that input."""
+    return keyed_path(path, base_dir, file_digest(path))
+
+
+def keyed_path(path: str | os.PathLike, base_dir: str | os.PathLike | None, digest: str) -> str:
+    """`PATH@DIGEST`, PATH shown as `path_key` shows it (relative to `base_dir` if given)."""
     shown = os.fspath(path)
     if base_dir is not None:
         try:
             shown = os.path.relpath(shown, base_dir)
         except ValueError:  # another drive (Windows): keep the path as given
             pass
-    shown = shown.replace(os.sep, "/")
+    return f"{shown.replace(os.sep, '/')}@{digest}"
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """The hash part of a file's key: 16 hex of its sha256, or `missing` if it cannot be read."""
     try:
-        digest = _sha256_file(path)
+        return _sha256_file(path)[:KEY_HASH_CHARS]
     except OSError:
-        return f"{shown}@{MISSING}"
-    return f"{shown}@{digest[:KEY_HASH_CHARS]}"
+        return MISSING
 
 
 def _sha256_file(path: str | os.PathLike) -> str:

@@ -28,6 +28,7 @@ by the compiler, comes back at once in one `RecipeError`, each as `FILE:LINE: wh
     #   paragraphs: {step: stats, schema: {words: int64}, files: {text: {ext: .md, name: "{key}/{ordinal}"}}}
     input: {glob: "data/books/*.txt"}           # or paths: [...], list_file: FILE,
                                                 #    parquet: {path: FILE, column: NAME, paths: true}
+    extensions: [.txt]                          # optional: what `--input DIR` expands to
     run: {executor: ray, input_batch_size: 2, inflight: 2}
 
 Steps: `id` names a step (`source` is the input); `expand`, `map`, `filter` and `reduce` read
@@ -42,12 +43,17 @@ at load time, with the recipe's directory and the working directory first on sys
 --input 'docs/*.pdf'`), which replaces the recipe's input (`load_recipe(..., input_given=True)`:
 the recipe's own input is then neither required nor checked; `input_optional=True`, what
 `curate validate` uses: checked if present). `description:` is the one line `curate recipes`
-lists.
+lists. `extensions:` lists the file name endings the recipe reads (`[.pdf]`; matched in any
+case): an `--input DIR` expands to the files under DIR, recursively and sorted, that end so;
+without `extensions:`, to every regular file (hidden names skipped, as `**` skips them).
 
 Input paths are relative to the recipe's directory (list-file entries: to the list file's).
 `Recipe.inputs()` yields absolute path strings; `Recipe.key` keys each by its path relative to
-the recipe plus a content hash (`curate.io.sources.path_key`). Parquet values that are not
-paths (no `paths: true`) are yielded as they are and keyed by input index.
+its input root plus a content hash (`curate.io.sources.path_key`): the root of a glob is the
+directory before its first wildcard part (`data/books/*.txt`: `moby_dick.txt@...`), of a
+`paths:` entry its parent (`name@hash`), of list-file and Parquet entries that file's
+directory. Parquet values that are not paths (no `paths: true`) are yielded as they are and
+keyed by input index.
 
 Run options go to `curate.run`: executor, input_batch_size, inflight, max_live_entities,
 max_live_bytes, address, ray_init, pipeline_depth, output_dir (as written: relative to where the run starts), resume, progress,
@@ -71,10 +77,10 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable
 
 from curate.errors import CurateError, PlanError
-from curate.io import sources
+from curate.io import files, sources
 
 
 class RecipeError(PlanError):
@@ -120,22 +126,39 @@ class Recipe:
     input_spec: dict | None  # None: the recipe has no input: (it comes from the command line)
     base_dir: str  # the recipe's directory, absolute: relative paths start here
     description: str = ""  # the recipe's one-line `description:`
+    extensions: tuple[str, ...] = ()  # `extensions:`: the files a directory input expands to (none: all)
 
-    def inputs(self) -> Iterator[Any]:
-        """A fresh iterator over the input values (file inputs: absolute path strings)."""
+    def inputs(self) -> Iterable[Any]:
+        """The input values, read afresh on every call (file inputs: absolute path strings; a
+        glob's files are listed now, as a `curate.io.files.FileInputs`)."""
         if self.input_spec is None:
             raise CurateError(f"recipe {self.name!r} has no input: give it on the command line, "
-                              "--input PATH|GLOB (repeatable, e.g. --input 'data/*.pdf'), or add "
+                              "--input PATH|GLOB|DIR (repeatable, e.g. --input 'data/*.pdf'), or add "
                               f"input: {sources.SPEC_EXAMPLE} to {self.path}")
+        if "glob" in self.input_spec:
+            return files.expand([self.input_spec["glob"]], self.base_dir)
         return sources.open_spec(self.input_spec, self.base_dir)
 
     @property
     def key(self) -> Callable[[Any], str] | None:
-        """Input -> stable root key (path relative to the recipe + content hash), or None when
-        the inputs are not paths (then runs key roots by input index)."""
-        if self.input_spec is not None and sources.spec_yields_paths(self.input_spec):
-            return functools.partial(sources.path_key, base_dir=self.base_dir)
-        return None
+        """Input -> stable root key (the path relative to its input root + a content hash), or
+        None when the inputs are not paths (then runs key roots by input index). The root: a
+        glob's directory before its first wildcard, a `paths:` entry's parent, the list file's
+        or Parquet file's directory."""
+        spec = self.input_spec
+        if spec is None or not sources.spec_yields_paths(spec):
+            return None
+        if "glob" in spec:
+            return functools.partial(sources.path_key, base_dir=files.glob_root(spec["glob"], self.base_dir))
+        if "paths" in spec:
+            return _parent_key
+        listed = spec["list_file"] if "list_file" in spec else spec["parquet"]["path"]
+        return functools.partial(sources.path_key, base_dir=os.path.dirname(os.path.join(self.base_dir, listed)))
+
+
+def _parent_key(path: str) -> str:
+    """`name@hash`: a file's key relative to its own directory."""
+    return sources.path_key(path, os.path.dirname(os.path.abspath(path)))
 
 
 def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,
@@ -183,7 +206,7 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         raise RecipeError(sorted(problems, key=lambda p: _line_of(p, file)), str(path))
     return Recipe(str(data.get("name") or path.stem), path, checked.pipeline, checked.run_options,
                   _patched(text, edits, data), data, data.get("input"), base_dir,
-                  str(data.get("description") or "").strip())
+                  str(data.get("description") or "").strip(), tuple(data.get("extensions") or ()))
 
 
 def _put_on_sys_path(*dirs: str) -> None:

@@ -144,7 +144,7 @@ def input_needed(recipe: Any, found: Found | None, arg: str) -> str | None:
     found by name and its input is relative to a directory the user did not name."""
     if recipe.input_spec is None:
         return (f"recipe {arg!r} has no input: say what to read on the command line, e.g. "
-                f"curate run {arg} {RUN_EXAMPLE} (--input takes a path or a glob and may be repeated)")
+                f"curate run {arg} {RUN_EXAMPLE} (--input takes a file, a glob or a directory and may be repeated)")
     if found is not None and not input_is_absolute(recipe.input_spec):
         kind = next(iter(recipe.input_spec), "input")
         return (f"recipe {arg!r} was found by name ({found.path}) and its input ({kind}) is a relative path, "

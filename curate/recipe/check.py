@@ -75,7 +75,7 @@ def check(data: dict, lines) -> Checked:
     for k in data:
         if k not in TOP_KEYS:
             c.bad((k,), f"unknown top-level key {k!r}; {hint_known(k, TOP_KEYS)}", key=True)
-    c.params((), data, ("name", "description"), "the recipe")
+    c.params((), data, ("name", "description", "extensions"), "the recipe")
     root, domains = c.domains()
     pools = c.pools()
     steps = [c.step(i, raw, pools) for i, raw in enumerate(c.section("steps", list))]

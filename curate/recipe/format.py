@@ -11,7 +11,7 @@ from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
 from curate.resources import Resources
 
 # ---- the format: keys each mapping may hold, and what a good value is -------------------------
-TOP_KEYS = ("name", "description", "domains", "pools", "steps", "outputs", "input", "run")
+TOP_KEYS = ("name", "description", "domains", "pools", "steps", "outputs", "input", "extensions", "run")
 OPS = ("expand", "map", "filter", "reduce", "zip", "broadcast")
 OP_KEYS = {"expand": ("from", "into"), "map": ("from",), "filter": ("from",),
            "reduce": ("from", "on_child_failure"), "broadcast": ("from", "onto")}
@@ -34,6 +34,11 @@ def _amount(v) -> bool:
 
 def _resources(v) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and _amount(n) for k, n in v.items())
+
+
+def _extension(v) -> bool:
+    """`.pdf`, `.tar.gz`: a dot, then a plain name (no separator, no wildcard)."""
+    return isinstance(v, str) and len(v) > 1 and v[0] == "." and not any(c in v for c in "/\\*?[")
 
 
 _TEXT = (lambda v: isinstance(v, str) and v != "", "text")
@@ -62,6 +67,8 @@ CHECKS = {
     "name": (*_TEXT, "name: ocr"),
     "description": (lambda v: isinstance(v, str) and v.strip() != "" and "\n" not in v.strip(), "one line of text",
                     "description: PDF files to one Markdown document each"),
+    "extensions": (lambda v: isinstance(v, list) and v != [] and all(_extension(e) for e in v),
+                   "a list of file name endings, each starting with '.'", "extensions: [.pdf]"),
     "method": (*_TEXT, "method: layout"),
     "address": (*_TEXT, "address: 10.0.0.1:6379"),
     "output_dir": (*_TEXT, "output_dir: out/"),

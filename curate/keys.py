@@ -1,0 +1,114 @@
+"""Default root keys (no `key=`): from the content where an input is a file or bytes, else
+the input index, with a digest of the input recorded so that a resume whose inputs changed
+under the same indices is refused instead of skipping or mixing them.
+
+- a str or os.PathLike naming an existing regular file: `name@<16 hex of its sha256>`
+  (`sources.path_key` relative to the file's parent), so inserting or reordering files keeps
+  every file's key;
+- bytes (or a bytearray): `bytes@<16 hex of their sha256>`;
+- anything else: the input index as text, with a 64-bit digest of the value (its pickle, or
+  its repr where it does not pickle) kept in the commit record of its root."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import reprlib
+from array import array
+from typing import Any
+
+from curate.errors import RootKeyError
+
+BYTES_KEY = "bytes"  # the name part of a bytes input's key
+PICKLE_PROTOCOL = 4  # a fixed protocol: the same value gives the same digest on every Python 3.8+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # a repr that names a memory address differs every run
+
+
+def content_key(value: Any) -> str | None:
+    """The default key of a file or bytes input (see the module doc), None for any other."""
+    from curate.io import sources
+
+    if isinstance(value, (bytes, bytearray)):
+        return f"{BYTES_KEY}@{hashlib.sha256(value).hexdigest()[:sources.KEY_HASH_CHARS]}"
+    if _is_file(value):
+        return sources.path_key(value, os.path.dirname(os.path.abspath(value)))
+    return None
+
+
+def _is_file(value) -> bool:
+    if not isinstance(value, (str, os.PathLike)):
+        return False
+    try:
+        return os.path.isfile(value)
+    except (ValueError, TypeError):  # a str with a NUL, a PathLike that gives bytes
+        return False
+
+
+def value_digest(value: Any) -> int:
+    """A 64-bit digest of an index-keyed input (0: it has none that is stable across runs)."""
+    h = hashlib.blake2b(digest_size=8)
+    if not _feed(h, value):
+        return 0
+    return int.from_bytes(h.digest(), "little") or 1
+
+
+def _feed(h, value: Any) -> bool:
+    """Hash `value` into `h`; sets are hashed in a sorted order (their own order changes with
+    Python's string hash seed). False if the value has no stable form."""
+    if isinstance(value, (set, frozenset)):
+        parts = sorted(value_digest(v) for v in value)
+        h.update(b"S" + b"".join(p.to_bytes(8, "little") for p in parts))
+        return all(parts)
+    if type(value) in (list, tuple, dict):
+        h.update(type(value).__name__.encode() + len(value).to_bytes(8, "little"))
+        items = (x for kv in value.items() for x in kv) if isinstance(value, dict) else value
+        return all(_feed(h, x) for x in items)
+    try:
+        h.update(pickle.dumps(value, protocol=PICKLE_PROTOCOL))
+        return True
+    except Exception:  # noqa: BLE001 - not picklable (a lock, a generator): its repr, if stable
+        text = repr(value)
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return _ADDRESS.search(text) is None
+
+
+class IndexDigests:
+    """The digests of the index-keyed roots committed in an output directory, 8 bytes a root."""
+
+    def __init__(self, records: list[dict] = ()):
+        self._at = array("Q")
+        for rec in records:
+            for k, hexd in rec.get("inputs", {}).items():
+                self._put(int(k), int(hexd, 16))
+
+    def _put(self, index: int, digest: int) -> None:
+        if index >= len(self._at):
+            self._at.extend(bytes(8 * (index + 1 - len(self._at))))
+        self._at[index] = digest
+
+    def __bool__(self) -> bool:
+        return len(self._at) > 0
+
+    def check_all(self, inputs) -> None:
+        """Before a resume starts: `check` every index-keyed input of a list."""
+        for i, v in enumerate(inputs):
+            if i < len(self._at) and self._at[i] and not isinstance(v, (bytes, bytearray)) and not _is_file(v):
+                self.check(i, v, value_digest(v))
+
+    def check(self, index: int, value: Any, digest: int) -> None:
+        """Refuse input `index` if the root committed under that index had another input."""
+        old = self._at[index] if index < len(self._at) else 0
+        if old and digest and old != digest:
+            raise RootKeyError(
+                f"input {index} ({reprlib.repr(value)}) is not the input this output directory committed as "
+                f"root {index}: the inputs changed since the directory was written (one inserted, removed, "
+                "reordered or edited), and these roots are keyed by input index, so resuming would skip the "
+                "new input and mix their rows; pass key= (a stable key per input, e.g. an id field), or use a "
+                "new output directory")
+
+
+def digest_hex(digest: int) -> str:
+    """How a digest is written in a commit record."""
+    return f"{digest:016x}"
