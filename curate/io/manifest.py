@@ -11,7 +11,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.fingerprint import changed
-from curate.io.commits import META, write_json_atomic
+from curate.io.commits import META, record_counts, write_json_atomic
 
 FORMAT = 1
 
@@ -100,11 +100,5 @@ def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, 
 def committed_counts(out: Path) -> dict[str, dict[str, int]]:
     """Rows per output and status over every commit record: right even for a run that was
     killed before it could write its totals into the manifest."""
-    totals: dict[str, dict[str, int]] = {}
     commits = out / META / "commits"
-    for p in sorted(commits.glob("*.json")) if commits.exists() else ():
-        for name, c in json.loads(p.read_text()).get("counts", {}).items():
-            d = totals.setdefault(name, {})
-            for st, n in c.items():
-                d[st] = d.get(st, 0) + n
-    return totals
+    return record_counts([json.loads(p.read_text()) for p in sorted(commits.glob("*.json"))] if commits.exists() else [])
