@@ -62,7 +62,8 @@ def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_cha
 
 
 def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
-              fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None) -> dict:
+              fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None,
+              retry: bool = False) -> dict:
     """Record a run that has started (its workers are up); a refused run leaves no entry."""
     (out / META).mkdir(parents=True, exist_ok=True)
     man = load(out)
@@ -73,8 +74,10 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
             r["status"] = "interrupted"  # it never recorded its end: killed
     man.update(recipe=recipe, versions=versions(), fingerprints=fingerprints)
     entry = {"run": run_id, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running", "resumed": resume}
+    if retry:
+        entry["retry_failed"] = True
     if changed_code:
-        entry["changed_code"] = changed_code
+        entry["changed_code"] = changed_code  # accepted: allow_changed_code, or retry_failed
     if cluster is not None:
         entry["cluster"] = cluster  # which Ray: address, how it was reached, nodes, resources
     man["runs"].append(entry)
@@ -83,11 +86,14 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
 
 
 def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, totals: dict,
-               roots_done: int, roots_skipped: int, error: str | None = None) -> None:
-    """Record how a started run ended; names its metrics file only if it exists."""
+               roots_done: int, roots_skipped: int, retried: int | None = None, error: str | None = None) -> None:
+    """Record how a started run ended (with retry_failed: how many failed roots it replaced);
+    names its metrics file only if it exists."""
     entry = next(r for r in man["runs"] if r["run"] == run_id)
     entry.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), rows=counts,
                  roots_done=roots_done, roots_skipped=roots_skipped)
+    if retried is not None:
+        entry["roots_retried"] = retried
     metrics = f"{META}/{run_id}/metrics.json"
     if (out / metrics).exists():
         entry["metrics"] = metrics
