@@ -242,3 +242,22 @@ def test_a_kill_after_the_commit_record_publishes_the_new_parts(tmp_path, monkey
     assert (out / "rows" / first).read_bytes() != old[first]  # rewritten in place, same name
     _, rows = assert_readers_agree(out, "rows", NO_RAY)
     assert sorted(r["status"] for r in rows) == ["failed", "present"]
+
+
+def test_a_resume_brings_the_parts_of_an_older_directory_to_one_schema(tmp_path):
+    """A directory written before parts shared one schema (its first part has the lineage
+    columns only, its second the payload too): the resumed run's first flush rewrites it."""
+    out = one_part_per_root(tmp_path, failed_first, 2)
+    first = min((out / "rows").glob("*.parquet"))
+    pq.write_table(pq.read_table(first).select(list(LINEAGE_COLUMNS)), first)  # as the old writer left it
+    assert part_columns(out)[0] != part_columns(out)[1]
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.map(failed_first))
+    res = cu.run(pipe, [0, 1, 2], executor="local", output_dir=out, resume=True)
+    cols = part_columns(out)
+    assert len(cols) == 3 and all(c == cols[0] for c in cols) and "text" in cols[0]
+    (record,) = [r for r in CommitLog(out).records() if r["run"] == res.run_id]
+    # the old first part lacked `text`; the second typed it null (None only): both widen to text
+    assert sorted(record["rewrites"]["rows"]) == sorted(f"rows/{p.name}" for p in (out / "rows").glob("*.parquet")
+                                                        if p.name.startswith(first.name[:-len("-00000.parquet")]))
+    assert_readers_agree(out, "rows", NO_RAY)

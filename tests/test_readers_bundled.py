@@ -87,3 +87,22 @@ def test_video_captions_reads_alike_in_every_reader(tmp_path, tiny_model, ray_cl
                      f"pools.captioner.init.summary_max_new_tokens={TOKENS}", "steps.frames.expand.init.fps=1.0")
     assert outputs(out) == ["clips", "videos"]
     check(out, "videos", capsys)
+
+
+def test_mineru4_recipe_reads_alike_in_every_reader(tmp_path, ray_cluster, capsys):
+    pytest.importorskip("mineru", reason="mineru (curate[mineru]) is not installed")
+    out = run_recipe("pdf_to_markdown_mineru4", [BROKEN_PDF, PDFS / "small_tiny.pdf", PDFS / "docling_2305.03393v1-pg9.pdf"],
+                     tmp_path / "out", "pools.mineru.replicas=1")
+    assert outputs(out) == ["documents"]
+    check(out, "documents", capsys)
+
+
+def test_mineru25_recipe_reads_alike_in_every_reader(tmp_path, ray_cluster, capsys):
+    pytest.importorskip("mineru_vl_utils", reason="mineru-vl-utils (curate[vlm]) is not installed")
+    import tiny_vlm
+
+    model = tiny_vlm.build(tmp_path / "tiny-mineru25")
+    out = run_recipe("pdf_to_markdown_mineru25", [BROKEN_PDF, PDFS / "docling_2305.03393v1-pg9.pdf"], tmp_path / "out",
+                     "pools.vlm.num_gpus=0", "pools.vlm.init.device=cpu", f"pools.vlm.init.model={model}")
+    assert outputs(out) == ["documents", "pages"]
+    check(out, "documents", capsys)

@@ -175,3 +175,34 @@ def test_the_command_line_retries_a_fixed_pdf(tmp_path, capsys):
         ("good.pdf", "present"), ("x.pdf", "present")]
     man = json.loads((out / "_curate" / "manifest.json").read_text())
     assert man["runs"][-1]["roots_retried"] == 1
+
+
+class Strict:
+    """Fails every input until constructed with `ok=True` (a cause fixed by a change of init)."""
+
+    def __init__(self, ok: bool):
+        self.ok = ok
+
+    def __call__(self, batch: list) -> list:
+        return [{"n": x} if self.ok else cu.ItemFailure(cu.InputError(f"{x}: not ok")) for x in batch]
+
+
+def strict(ok: bool) -> cu.Pipeline:
+    pipe = cu.Pipeline(Doc)
+    pipe.output("docs", pipe.source.map(cu.stage(Strict, init={"ok": ok})))
+    return pipe
+
+
+def test_a_retry_accepts_changed_init_and_records_it(tmp_path):
+    out = tmp_path / "out"
+    cu.run(strict(False), [1, 2], executor="local", output_dir=out)
+    with pytest.raises(cu.CurateError, match="changed"):
+        cu.run(strict(True), [1, 2], executor="local", output_dir=out, resume=True)
+    cu.run(strict(True), [1, 2], executor="local", output_dir=out, retry_failed=True)
+    assert [(r["root_key"], r["status"], r["n"]) for r in rows_of(out)] == [("0", "present", 1), ("1", "present", 2)]
+    last = OutputDir(out).last_run()
+    assert last["roots_retried"] == 2 and last["changed_code"]
+
+
+def rows_of(out: Path) -> list[dict]:
+    return sorted(pq.read_table(out / "docs").to_pylist(), key=lambda r: r["lineage"])
