@@ -206,3 +206,13 @@ def test_a_retry_accepts_changed_init_and_records_it(tmp_path):
 
 def rows_of(out: Path) -> list[dict]:
     return sorted(pq.read_table(out / "docs").to_pylist(), key=lambda r: r["lineage"])
+
+
+def test_retry_failed_on_ray_replaces_the_rows_where_the_writer_runs(fixed, ray_cluster):
+    """On Ray the writer is an actor on the driver's node: it gets the roots to leave out."""
+    inputs, out, before = fixed
+    cu.run(pipeline(), inputs, executor="ray", output_dir=out, key=path_key, retry_failed=True)
+    after = rows(out)
+    assert [r["status"] for r in of(after["docs"], "b.txt")] == ["present"]
+    assert of(after["lines"], "a.txt") == of(before["lines"], "a.txt")
+    assert OutputDir(out).counts() == {"docs": {"present": 3}, "lines": {"present": 6}}
