@@ -24,6 +24,7 @@ ONE_ROOT_A_PART = ["--set", "run.input_batch_size=1", "--set", "run.inflight=1",
                    "--set", "run.sink_options={shard_rows: 1}"]
 LOCAL = ["--executor", "local", "--no-progress"]
 TOKENS = 6  # the tiny captioner's new tokens: its text is noise, the rows' shape is what counts
+pytestmark = pytest.mark.slow  # whole recipes on real files and models: about 6 min here (still run in CI)
 
 
 def run_recipe(recipe: str, inputs: list[Path], out: Path, *sets: str) -> Path:
