@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="continue a killed run: skip committed inputs")
     r.add_argument("--allow-changed-code", action="store_true",
                    help="with --resume: accept stages whose code or init changed since the directory was started")
+    r.add_argument("--retry-failed", action="store_true",
+                   help="resume, and run again the committed inputs that FAILED or were SUPPRESSED (also a file at "
+                        "the same path with new content), replacing their rows; accepts changed stages")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE", help="override a recipe field")
     r.add_argument("--no-progress", action="store_true", help="no progress display")
     r.set_defaults(func=cmd_run)
@@ -173,17 +176,28 @@ def cmd_run(args) -> int:
         inputs = recipe.inputs()
         key = None if isinstance(inputs, FileInputs) else recipe.key
     res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
-                 allow_changed_code=args.allow_changed_code, progress=not args.no_progress,
+                 allow_changed_code=args.allow_changed_code, retry_failed=args.retry_failed, progress=not args.no_progress,
                  recipe=recipe.text, **opts)
     print(f"wrote {out}: run {res.run_id}")
+    if args.retry_failed:
+        _retry_note(OutputDir(out).last_run() or {})
     for name, counts in res.counts.items():
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
     bad = OutputDir(out).not_present_roots(recipe.pipeline.root.name)
     if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
-        print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes", file=sys.stderr)
+        print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes; once fixed, "
+              "--retry-failed runs them again", file=sys.stderr)
         return EXIT_PARTIAL
     return EXIT_OK
+
+
+def _retry_note(run: dict) -> None:
+    """What a --retry-failed run replaced, and the stages it ran with changed code."""
+    print(f"  retried {run.get('roots_retried', 0)} failed input(s): their new rows replace the old ones")
+    if run.get("changed_code"):
+        print(f"note: stage(s) {', '.join(run['changed_code'])} changed since the directory was started; the "
+              "retried inputs ran the new code, the other committed rows keep the old results", file=sys.stderr)
 
 
 def _cli_inputs(specs: list[str], extensions: tuple[str, ...]):
@@ -210,6 +224,10 @@ def cmd_inspect(args) -> int:
         print("no rows committed yet")
     for name, c in counts.items():
         print(f"{name}: " + (", ".join(f"{n} {st}" for st, n in sorted(c.items())) or "no rows"))
+    failed = d.failed_roots()
+    if failed:
+        print(f"\n{len(failed)} input(s) FAILED or were SUPPRESSED; after fixing the cause, "
+              "`curate run ... --retry-failed` runs them again and replaces their rows")
     if causes:
         print(f"\ntop failure causes (of {sum(n for _, n, _ in causes)} rows shown):")
         for cause, n, example in causes:

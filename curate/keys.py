@@ -88,6 +88,12 @@ class IndexDigests:
             self._at.extend(bytes(8 * (index + 1 - len(self._at))))
         self._at[index] = digest
 
+    def forget(self, indices) -> None:
+        """No check for these roots: a retry runs them again, from their input as it is now."""
+        for i in indices:
+            if i < len(self._at):
+                self._at[i] = 0
+
     def __bool__(self) -> bool:
         return len(self._at) > 0
 

@@ -78,7 +78,7 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         inflight: int | None = defaults.DEFAULT_INFLIGHT, key: Callable[[Any], str] | None = None,
         max_live_entities: int = defaults.DEFAULT_ADMIT_ENTITIES, max_live_bytes: int = defaults.DEFAULT_ADMIT_BYTES,
         output_dir: str | PathLike | None = None, resume: bool = False, allow_changed_code: bool = False,
-        progress: bool | None = None, recipe: str | None = None, sink_options: dict | None = None,
+        retry_failed: bool = False, progress: bool | None = None, recipe: str | None = None, sink_options: dict | None = None,
         **executor_options) -> RunResult:
     """Run `pipe` over `inputs` (a list or any iterator, consumed window by window).
 
@@ -97,6 +97,10 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     With `output_dir`, each output streams to Parquet shards there as roots complete instead
     of being kept in memory; `resume=True` continues a killed run, skipping committed roots,
     and refuses a stage whose code or init changed unless `allow_changed_code=True`.
+    `retry_failed=True` resumes and also runs again the committed roots that FAILED or were
+    SUPPRESSED (their root-level row), plus an input whose key has such a root's path before
+    its '@' (the file, fixed); each one's new rows replace its old ones in one commit. It
+    accepts changed stages (the fix may be in the code), recording them in the manifest.
     Ctrl-C commits the roots already finished, marks the run interrupted and raises
     KeyboardInterrupt; resuming continues it. `progress` shows live progress per level (None:
     only when stderr is a terminal and an output_dir is given); `recipe` is the recipe text
@@ -111,17 +115,21 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         key = files.key  # each file relative to its input's root (curate.io.files)
     ex = get_executor(executor, **executor_options)
     sched = Scheduler(plan, inflight=inflight, max_entities=max_live_entities, max_bytes=max_live_bytes)
+    if retry_failed and output_dir is None:
+        raise CurateError("retry_failed=True reruns the failed roots of an output directory; pass output_dir=")
     out = OutputDir(output_dir) if output_dir is not None else None
     if out is None:
         sink = MemorySink(plan.outputs)
     else:
         sink = out.open_run(plan, new_run_id(), resume=resume, allow_changed_code=allow_changed_code,
-                            fingerprints=stage_fingerprints(plan), recipe=recipe, sink_options=sink_options)
+                            retry_failed=retry_failed, fingerprints=stage_fingerprints(plan), recipe=recipe, sink_options=sink_options)
     driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
     if out is not None:
-        driver.skip = sink.committed_keys
+        driver.skip = sink.committed_keys - (sink.retry.failed if sink.retry else set())
         driver.committed_digests = IndexDigests(sink.records)
-        if resume:
+        if sink.retry:  # a retried index-keyed root may have been fixed in its input
+            driver.committed_digests.forget(int(k) for k in sink.retry.failed if k.isdigit())
+        if resume or retry_failed:
             _check_resume(out, sink, files, key, inputs, driver.committed_digests)
         described = files.describe() if files is not None else None
         driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None, described)

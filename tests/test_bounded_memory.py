@@ -56,9 +56,9 @@ def test_the_sink_hands_rows_on_in_chunks_and_the_writer_holds_at_most_a_part(tm
     held, pending = [], []
     ship, add = parquet.ParquetSink._ship, parquet.ShardWriter.__call__
 
-    def shipping(self, last):
+    def shipping(self, last, drop=None):
         held.append(self._buffered)
-        return ship(self, last)
+        return ship(self, last, drop)
 
     def adding(self, *args, **kw):
         out = add(self, *args, **kw)

@@ -121,3 +121,143 @@ def test_kinds_that_cannot_be_promoted_across_parts_read_as_json_text(tmp_path):
     both, and reading gives the column as JSON text throughout, as within one part."""
     out = one_part_per_root(tmp_path, int_then_text, 2)
     assert [i.value for i in read_items(out, "rows")] == [{"v": "1"}, {"v": '"a"'}]
+
+
+# ---- every part carries the output's whole schema: standard readers with default options ----------
+from readers import READERS, assert_readers_agree  # noqa: E402
+
+from curate.io.commits import CommitLog, write_json_atomic  # noqa: E402
+from curate.names import LINEAGE_COLUMNS  # noqa: E402
+
+NO_RAY = tuple(r for r in READERS if r != "ray.data")  # Ray Data is read in its own test (a cluster)
+
+
+def dropped_first(batch: list) -> list:
+    return [x != 0 for x in batch]
+
+
+def text_of(batch: list) -> list:
+    return [{"text": f"text {x}", "n": x} for x in batch]
+
+
+def one_part_per_root_filtered(tmp_path, n: int):
+    """Input 0 is DROPPED by a filter: the first part holds one DROPPED row and no payload."""
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.filter(dropped_first).map(text_of))
+    out = tmp_path / "out"
+    cu.run(pipe, list(range(n)), executor="local", output_dir=out, input_batch_size=1, inflight=1,
+           sink_options={"shard_rows": 1})
+    return out
+
+
+def part_columns(out, name: str = "rows") -> list[list[str]]:
+    return [pq.read_schema(f).names for f in sorted((out / name).glob("*.parquet"))]
+
+
+@pytest.mark.parametrize("make", ["failed", "dropped", "widened"])
+def test_standard_readers_see_every_column_when_the_first_part_has_no_payload(tmp_path, make):
+    """Bug: pandas, pyarrow.dataset and DuckDB took the first part's 8 lineage columns as the
+    output's schema and silently dropped every payload column; Daft refused the later parts."""
+    if make == "failed":
+        out = one_part_per_root(tmp_path, failed_first, 3)
+    elif make == "dropped":
+        out = one_part_per_root_filtered(tmp_path, 3)
+    else:
+        out = one_part_per_root(tmp_path, typed_late, 2)
+    cols = part_columns(out)
+    assert all(c == cols[-1] for c in cols) and len(cols[0]) > 8, cols  # one schema, payload included
+    schemas = [pq.read_schema(f) for f in sorted((out / "rows").glob("*.parquet"))]
+    assert all(s.equals(schemas[0]) for s in schemas)
+    columns, rows = assert_readers_agree(out, "rows", NO_RAY)
+    first = pq.read_table(min((out / "rows").glob("*.parquet"))).column("status").to_pylist()
+    if make == "widened":  # the first part typed nothing (empty list, None, a struct without `b`)
+        assert {"xs", "none", "rec", "num", "deep"} <= set(columns)
+    else:
+        assert first == [make] and "text" in columns
+
+
+def test_ray_data_sees_every_column_when_the_first_part_is_failed(tmp_path, ray_cluster):
+    out = one_part_per_root(tmp_path, failed_first, 3)
+    columns, _ = assert_readers_agree(out, "rows", ("ray.data",))
+    assert "text" in columns
+
+
+def test_kinds_that_clash_across_parts_read_alike_in_every_reader(tmp_path):
+    """An int column in one part and text in a later one: every part holds it as JSON text."""
+    out = one_part_per_root(tmp_path, int_then_text, 2)
+    _, rows = assert_readers_agree(out, "rows", NO_RAY)
+    assert sorted(r["v"] for r in rows) == ['"a"', "1"]
+
+
+def test_a_resumed_run_widens_the_parts_already_on_disk(tmp_path):
+    """The first run commits only a FAILED row (8 columns); the resumed run's writer starts
+    from that schema, and its first part with a payload rewrites the old part to match."""
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.map(failed_first))
+    out = tmp_path / "out"
+    cu.run(pipe, [0], executor="local", output_dir=out)
+    assert part_columns(out) == [list(LINEAGE_COLUMNS)]
+    cu.run(pipe, [0, 1, 2], executor="local", output_dir=out, resume=True, input_batch_size=1, inflight=1,
+           sink_options={"shard_rows": 1})
+    cols = part_columns(out)
+    assert len(cols) == 3 and all(c == cols[0] for c in cols) and "text" in cols[0]
+    _, rows = assert_readers_agree(out, "rows", NO_RAY)
+    assert len(rows) == 3
+
+
+def _widening_flush(tmp_path, monkeypatch, record: bool):
+    """A directory whose one part holds a FAILED row; then a resumed run whose first flush
+    widens the schema, killed at its commit: before the commit record is written, or (with
+    `record`) after it, before anything is published."""
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.map(failed_first))
+    out = tmp_path / "out"
+    cu.run(pipe, [0], executor="local", output_dir=out)
+    old = {f.name: f.read_bytes() for f in (out / "rows").glob("*.parquet")}
+
+    def killed(log, rec):
+        if record:
+            write_json_atomic(log.commits_dir / f"{rec['flush']}.json", rec)
+        raise KeyboardInterrupt  # what a SIGKILL leaves: nothing after this point ran
+
+    monkeypatch.setattr(CommitLog, "commit", killed)
+    with pytest.raises(KeyboardInterrupt):
+        cu.run(pipe, [0, 1], executor="local", output_dir=out, resume=True)
+    monkeypatch.undo()
+    CommitLog(out).recover()
+    return out, old
+
+
+def test_a_kill_before_the_commit_record_leaves_the_old_parts(tmp_path, monkeypatch):
+    out, old = _widening_flush(tmp_path, monkeypatch, False)
+    assert {f.name: f.read_bytes() for f in (out / "rows").glob("*.parquet")} == old
+    assert not any((out / "_curate" / "staging").iterdir())
+
+
+def test_a_kill_after_the_commit_record_publishes_the_new_parts(tmp_path, monkeypatch):
+    out, old = _widening_flush(tmp_path, monkeypatch, True)
+    cols = part_columns(out)
+    assert len(cols) == 2 and cols[0] == cols[1] and "text" in cols[0]
+    (first,) = old
+    assert (out / "rows" / first).read_bytes() != old[first]  # rewritten in place, same name
+    _, rows = assert_readers_agree(out, "rows", NO_RAY)
+    assert sorted(r["status"] for r in rows) == ["failed", "present"]
+
+
+def test_a_resume_brings_the_parts_of_an_older_directory_to_one_schema(tmp_path):
+    """A directory written before parts shared one schema (its first part has the lineage
+    columns only, its second the payload too): the resumed run's first flush rewrites it."""
+    out = one_part_per_root(tmp_path, failed_first, 2)
+    first = min((out / "rows").glob("*.parquet"))
+    pq.write_table(pq.read_table(first).select(list(LINEAGE_COLUMNS)), first)  # as the old writer left it
+    assert part_columns(out)[0] != part_columns(out)[1]
+    pipe = cu.Pipeline(Row)
+    pipe.output("rows", pipe.source.map(failed_first))
+    res = cu.run(pipe, [0, 1, 2], executor="local", output_dir=out, resume=True)
+    cols = part_columns(out)
+    assert len(cols) == 3 and all(c == cols[0] for c in cols) and "text" in cols[0]
+    (record,) = [r for r in CommitLog(out).records() if r["run"] == res.run_id]
+    # the old first part lacked `text`; the second typed it null (None only): both widen to text
+    assert sorted(record["rewrites"]["rows"]) == sorted(f"rows/{p.name}" for p in (out / "rows").glob("*.parquet")
+                                                        if p.name.startswith(first.name[:-len("-00000.parquet")]))
+    assert_readers_agree(out, "rows", NO_RAY)

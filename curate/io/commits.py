@@ -8,7 +8,13 @@ rows on disk is always the rows of the committed roots, each exactly once.
 
 A flush's shard of an output is one file, or a list of part files when its roots were large
 (`{"pages": ["pages/part-F.parquet", "pages/part-F_00001.parquet"]}`): the parts live in the
-same staging directory and are committed, recovered and published together, as one shard."""
+same staging directory and are committed, recovered and published together, as one shard.
+
+A record may also name "rewrites": committed parts of earlier flushes, staged again under
+their own names (rewritten to a wider schema, or without the rows of roots a retry replaces:
+see `curate.io.parts`, `curate.io.retry`); publishing replaces the old files by os.replace, so
+a kill leaves the old set of parts (not committed) or the new one (recovery finishes the
+moves). Its "removed" counts the rows those rewrites left out, per output and status."""
 
 from __future__ import annotations
 
@@ -51,6 +57,19 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def record_counts(records: list[dict]) -> dict[str, dict[str, int]]:
+    """Rows per output and status on disk after `records`: each one's rows, less the rows its
+    rewrites removed (the replaced rows of retried roots)."""
+    out: dict[str, dict[str, int]] = {}
+    for rec in records:
+        for key, sign in (("counts", 1), ("removed", -1)):
+            for name, c in rec.get(key, {}).items():
+                d = out.setdefault(name, {})
+                for st, n in c.items():
+                    d[st] = d.get(st, 0) + sign * n
+    return {name: {st: n for st, n in c.items() if n} for name, c in out.items()}
 
 
 def shard_parts(shards) -> list[str]:
@@ -120,13 +139,16 @@ class CommitLog:
         stage = inside(self.staging_dir / flush, self.staging_dir, f"staging directory of flush {flush!r}")
         meta = (self.out / META).resolve()
         shard_moves, file_moves = [], []
-        for output, shards in rec["shards"].items():
+        outputs = {o: shard_parts(s) for o, s in rec["shards"].items()}
+        for o, parts in rec.get("rewrites", {}).items():
+            outputs[o] = outputs.get(o, []) + shard_parts(parts)
+        for output, shards in outputs.items():
             out_dir = inside(self.out / output, self.out, f"output {output!r} of flush {flush!r}")
             if out_dir == meta or out_dir.is_relative_to(meta):
                 raise EngineError(f"output {output!r} of flush {flush!r} resolves to {out_dir}, inside curate's "
                                   f"own {meta}; refusing to write there (a commit record edited by hand, or a "
                                   "bug in curate: please report it)")
-            for shard in shard_parts(shards):
+            for shard in shards:
                 src = self.staging_dir / flush / output / Path(shard).name
                 inside(src, stage, f"staged shard of output {output!r}")
                 dst = inside(self.out / shard, out_dir, f"shard {shard!r} of output {output!r}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.fingerprint import changed
-from curate.io.commits import META, write_json_atomic
+from curate.io.commits import META, record_counts, write_json_atomic
 
 FORMAT = 1
 
@@ -63,7 +63,7 @@ def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_cha
 
 def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
               fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None,
-              inputs: list[dict] | None = None) -> dict:
+              inputs: list[dict] | None = None, retry: bool = False) -> dict:
     """Record a run that has started (its workers are up); a refused run leaves no entry."""
     (out / META).mkdir(parents=True, exist_ok=True)
     man = load(out)
@@ -74,8 +74,10 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
             r["status"] = "interrupted"  # it never recorded its end: killed
     man.update(recipe=recipe, versions=versions(), fingerprints=fingerprints)
     entry = {"run": run_id, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running", "resumed": resume}
+    if retry:
+        entry["retry_failed"] = True
     if changed_code:
-        entry["changed_code"] = changed_code
+        entry["changed_code"] = changed_code  # accepted: allow_changed_code, or retry_failed
     if cluster is not None:
         entry["cluster"] = cluster  # which Ray: address, how it was reached, nodes, resources
     if inputs is not None:
@@ -86,11 +88,14 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
 
 
 def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, totals: dict,
-               roots_done: int, roots_skipped: int, error: str | None = None) -> None:
-    """Record how a started run ended; names its metrics file only if it exists."""
+               roots_done: int, roots_skipped: int, retried: int | None = None, error: str | None = None) -> None:
+    """Record how a started run ended (with retry_failed: how many failed roots it replaced);
+    names its metrics file only if it exists."""
     entry = next(r for r in man["runs"] if r["run"] == run_id)
     entry.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), rows=counts,
                  roots_done=roots_done, roots_skipped=roots_skipped)
+    if retried is not None:
+        entry["roots_retried"] = retried
     metrics = f"{META}/{run_id}/metrics.json"
     if (out / metrics).exists():
         entry["metrics"] = metrics
@@ -103,11 +108,5 @@ def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, 
 def committed_counts(out: Path) -> dict[str, dict[str, int]]:
     """Rows per output and status over every commit record: right even for a run that was
     killed before it could write its totals into the manifest."""
-    totals: dict[str, dict[str, int]] = {}
     commits = out / META / "commits"
-    for p in sorted(commits.glob("*.json")) if commits.exists() else ():
-        for name, c in json.loads(p.read_text()).get("counts", {}).items():
-            d = totals.setdefault(name, {})
-            for st, n in c.items():
-                d[st] = d.get(st, 0) + n
-    return totals
+    return record_counts([json.loads(p.read_text()) for p in sorted(commits.glob("*.json"))] if commits.exists() else [])

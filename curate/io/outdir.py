@@ -27,21 +27,24 @@ class OutputDir:
 
     # ---- one run into the directory -------------------------------------------------------
     def open_run(self, plan, run_id: str, *, resume: bool, allow_changed_code: bool, fingerprints: dict,
-                 recipe: str | None, sink_options: dict | None) -> ParquetSink:
+                 recipe: str | None, sink_options: dict | None, retry_failed: bool = False) -> ParquetSink:
         """Check the directory for this run (raises, recording nothing, if it is refused) and
-        return the run's sink. Its committed roots are `sink.committed_keys`."""
+        return the run's sink. Its committed roots are `sink.committed_keys`; with
+        `retry_failed` (a resume that accepts changed stages), `sink.retry.failed` are the
+        failed ones it runs again."""
+        resume = resume or retry_failed
         check_output_dir(self.path, resume)
-        changed = manifest.check(self.path, plan, resume, fingerprints, allow_changed_code)
+        changed = manifest.check(self.path, plan, resume, fingerprints, allow_changed_code or retry_failed)
         self._run = dict(plan=plan, run_id=run_id, resume=resume, fingerprints=fingerprints,
-                         changed=changed, recipe=recipe)
-        return ParquetSink(self.path, plan.output_options, run_id, **(sink_options or {}))
+                         changed=changed, recipe=recipe, retry=retry_failed)
+        return ParquetSink(self.path, plan.output_options, run_id, **(sink_options or {}), retry_failed=retry_failed)
 
     def run_started(self, cluster: dict | None = None, inputs: list[dict] | None = None) -> None:
         """The run's workers are up: record it in the manifest (with which Ray cluster, and the
         file inputs with their roots: `curate.io.files.FileInputs.describe`)."""
         r = self._run
         self._man = manifest.start_run(self.path, r["run_id"], r["plan"], r["recipe"], r["resume"],
-                                       r["fingerprints"], r["changed"], cluster, inputs)
+                                       r["fingerprints"], r["changed"], cluster, inputs, retry=r["retry"])
 
     @property
     def started(self) -> bool:
@@ -57,7 +60,7 @@ class OutputDir:
         write_json_atomic(self.run_dir(run_id) / "metrics.json", metrics.to_dict())
         manifest.finish_run(self.path, self._man, run_id, status=status, counts=sink.counts,
                             totals=sink.total_counts(), roots_done=roots_done, roots_skipped=roots_skipped,
-                            error=plain_text(error) if error else None)
+                            retried=sink.retried if sink.retry is not None else None, error=plain_text(error) if error else None)
 
     # ---- reading it back ------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Path:
@@ -74,6 +77,13 @@ class OutputDir:
         counts = {name: {} for name in self.manifest()["pipeline"]["outputs"]}
         counts.update(manifest.committed_counts(self.path))
         return counts
+
+    def failed_roots(self) -> set[str]:
+        """Root keys whose root-level row is FAILED or SUPPRESSED in some output: what
+        `retry_failed` runs again."""
+        from curate.io.retry import failed_roots
+
+        return failed_roots(self.path, self.manifest()["pipeline"]["outputs"])
 
     def not_present_roots(self, root_domain: str) -> int:
         """Root-level rows that are FAILED or SUPPRESSED, over every run into the directory."""

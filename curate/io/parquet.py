@@ -18,7 +18,9 @@ from curate import defaults
 from curate.deps import require
 from curate.errors import CurateError
 from curate.executors import peak_rss
-from curate.io.commits import META, CommitLog
+from curate.io.commits import META, CommitLog, record_counts
+from curate.io.retry import Retry
+from curate.io.parts import PartRewriter, conform, merge, same, write
 from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
 from curate.values import LocalStore
 
@@ -39,7 +41,7 @@ class ParquetSink:
     def __init__(self, out: str | Path, outputs: dict[str, dict], run_id: str, *,
                  shard_rows: int = defaults.DEFAULT_SHARD_ROWS, flush_s: float = defaults.DEFAULT_FLUSH_S,
                  row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 part_bytes: int = PART_BYTES):
+                 part_bytes: int = PART_BYTES, retry_failed: bool = False):
         require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
         self.out = Path(out)
@@ -54,11 +56,14 @@ class ParquetSink:
             raise CurateError(f"cannot resume {self.out}: {exc}. Put the file back, or start again in a "
                               "new output directory (or delete this one)") from None
         self.committed_keys = {k for rec in self.records for k in rec["roots"]}
+        self.retry = Retry(self.out, outputs, self.records) if retry_failed else None
+        self.retried = 0  # committed failed roots whose rows this run replaced
         self.bind(LocalStore())
         self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}  # rows not yet shipped
         self._buffered = 0
         self._roots: list[str] = []  # roots of the open flush
         self.input_digests: dict[str, str] = {}  # index-keyed roots admitted: their input's digest
+        self._replaced: list[str] = []  # committed failed roots whose rows the open flush replaces
         self._rows = 0  # rows of the open flush
         self._stage: Path | None = None  # its staging directory, once something was shipped
         self._seq = 0
@@ -69,7 +74,7 @@ class ParquetSink:
     def bind(self, store) -> None:
         """Write shards where the store's values are (Ray: an actor on this node fetches the
         payloads itself, so output bytes skip the driver), or here on fetched values."""
-        args = (self.outputs, self.row_group_rows, self.shard_rows, self.part_bytes)
+        args = (self.outputs, self.row_group_rows, self.shard_rows, self.part_bytes, str(self.out.resolve()))
         placed = store.place(ShardWriter, *args)
         self._writer_elsewhere = placed is not None  # its peak is another process's (else the driver's)
         if placed is None:
@@ -99,6 +104,8 @@ class ParquetSink:
                         self._ship(last=False)
                         buf, in_root = self._buffer[name], 0
             self._roots.append(root_key)
+            if self.retry is not None:
+                self._replaced.extend(self.retry.replaced_by(root_key))
             if self._rows >= self.shard_rows:
                 self.flush()
             elif self._buffered >= chunk:
@@ -109,7 +116,7 @@ class ParquetSink:
         if time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
 
-    def _ship(self, last: bool):
+    def _ship(self, last: bool, drop: tuple | None = None):
         """Hand the buffered rows to the writer (into the open flush's staging directory); with
         `last`, the writer writes what it still holds and returns the flush's parts and counts."""
         if self._stage is None:
@@ -120,7 +127,7 @@ class ParquetSink:
                 if DEFERRED in row:
                     row[DEFERRED], _ = len(values), values.append(row[DEFERRED])
         buffer, self._buffer, self._buffered = self._buffer, {name: [] for name in self.outputs}, 0
-        return self._write(values, buffer, str(self._stage), self._flush_name, last)
+        return self._write(values, buffer, str(self._stage), self._flush_name, last, drop)
 
     def flush(self) -> None:
         """Commit every buffered root: staged parts, then the commit record, then publication."""
@@ -128,19 +135,26 @@ class ParquetSink:
             self._last_flush = time.monotonic()
             return
         flush = self._flush_name
-        shards, counts, peak = self._ship(last=True)
+        drop = self.retry.drop(self._replaced) if self._replaced else None
+        shards, counts, peak, rewrites, removed = self._ship(last=True, drop=drop)
         if self._writer_elsewhere:
             self.writer_peak_rss = max(self.writer_peak_rss, peak)
         record = {"flush": flush, "run": self.run_id, "shards": shards, "roots": self._roots, "counts": counts}
         digests = {k: self.input_digests.pop(k) for k in self._roots if k in self.input_digests}
         if digests:  # a resume checks that each index still names the same input (curate.keys)
             record["inputs"] = digests
+        if rewrites:  # committed parts rewritten to a wider schema, or without replaced roots' rows
+            record["rewrites"] = rewrites
+        if self._replaced:
+            record.update(retried=self._replaced, removed=removed)
         self.log.commit(record)
+        self.retried += len(self._replaced)
         self.records.append(record)
         for name, c in counts.items():
             for st, n in c.items():
                 self.counts[name][st] = self.counts[name].get(st, 0) + n
-        self._roots, self._rows, self._stage, self._last_flush = [], 0, None, time.monotonic()
+        self._roots, self._replaced, self._rows, self._stage = [], [], 0, None
+        self._last_flush = time.monotonic()
         self._seq += 1
 
     def close(self) -> None:
@@ -148,13 +162,7 @@ class ParquetSink:
 
     def total_counts(self) -> dict[str, dict[str, int]]:
         """Rows per output and status over every committed flush of the directory."""
-        out: dict[str, dict[str, int]] = {}
-        for rec in self.records:
-            for name, c in rec["counts"].items():
-                d = out.setdefault(name, {})
-                for st, n in c.items():
-                    d[st] = d.get(st, 0) + n
-        return out
+        return record_counts(self.records)
 
 
 def check_output_dir(out: Path, resume: bool) -> None:
@@ -175,9 +183,13 @@ def check_output_dir(out: Path, resume: bool) -> None:
 class ShardWriter:
     """Writes one flush's staged parts (and payload files), a chunk of rows per call; the
     call with `last` writes what it still holds and returns the parts per output, rows per
-    output and status, and this process's peak RSS. Holds each output's schema so later parts
-    match earlier ones. It runs in the driver, or (Ray) in an actor on the driver's node that
-    fetches the payloads itself.
+    output and status, this process's peak RSS, the committed parts it rewrote per output and
+    the rows those rewrites left out per output and status. It runs in the driver, or (Ray) in
+    an actor on the driver's node that fetches the payloads itself.
+
+    Every part of an output has the output's whole schema (`curate.io.parts`): the schema of
+    the parts on disk when the writer starts (`out`), widened by each new part; a flush that
+    widens it rewrites its own earlier parts and the committed ones to it, in the same commit.
 
     Between calls it keeps each output's rows as Arrow tables (compact: no Python object per
     row) until they reach `part_rows` rows or `part_bytes` bytes, then writes them as one part:
@@ -185,19 +197,22 @@ class ShardWriter:
     write order, so a directory listing reads the parts in lineage order)."""
 
     def __init__(self, outputs: dict[str, dict], row_group_rows: int, part_rows: int = defaults.DEFAULT_SHARD_ROWS,
-                 part_bytes: int = PART_BYTES):
+                 part_bytes: int = PART_BYTES, out: str | None = None):
         self.outputs, self.row_group_rows = outputs, row_group_rows
         self.part_rows, self.part_bytes = max(1, part_rows), part_bytes
-        self._schemas: dict[str, object] = {}
+        self._disk = PartRewriter(out, outputs)
+        self._schemas: dict[str, object] = {n: s for n in outputs if (s := self._disk.schema(n)) is not None}
         self._flush: str | None = None
         self._pending: dict[str, list] = {}  # output -> Arrow tables not written yet
-        self._parts: dict[str, list[str]] = {}
+        self._parts: dict[str, dict[str, object]] = {}  # output -> {part: its schema} of this flush
         self._counts: dict[str, dict[str, int]] = {}
 
-    def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, last: bool = True, *,
-                 values: list):
+    def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, last: bool = True,
+                 drop: tuple | None = None, *, values: list):
         """Add a chunk of rows to `flush`; `values` are the rows' payloads (a row holds its
-        payload's position in them). With `last`: write the rest, return (parts, counts, peak)."""
+        payload's position in them). With `last`: write the rest, leave the rows of the root
+        keys `drop[0]` out of the committed parts `drop[1]` names (retry_failed), and return
+        (parts, counts, peak, rewrites, removed)."""
         if flush != self._flush:  # a new flush (a failed one left nothing that is committed)
             self._flush, self._pending, self._parts, self._counts = flush, {}, {}, {}
         stage = Path(stage_dir)
@@ -223,23 +238,46 @@ class ShardWriter:
             return None
         for name in list(self._pending):
             self._write_part(stage, name)
-        out = ({name: parts[0] if len(parts) == 1 else parts for name, parts in self._parts.items()},
-               self._counts, peak_rss())
+        rewrites, removed = self._rewrite(stage, *(drop or (set(), set())))
+        out = ({name: list(parts)[0] if len(parts) == 1 else list(parts) for name, parts in self._parts.items()},
+               self._counts, peak_rss(), rewrites, removed)
         self._flush, self._pending, self._parts, self._counts = None, {}, {}, {}
         return out
 
     def _write_part(self, stage: Path, name: str) -> None:
-        """Write the pending tables of output `name` as the flush's next part."""
-        import pyarrow.parquet as pq
-
+        """Write the pending tables of output `name` as the flush's next part, in the output's
+        schema widened by its columns."""
         tables = self._pending.pop(name, [])
         if not tables:
             return
         table = concat_tables(tables)
         del tables
-        parts = self._parts.setdefault(name, [])
+        schema = merge(self._schemas.get(name), table.schema)
+        parts = self._parts.setdefault(name, {})
         file = f"part-{self._flush}.parquet" if not parts else f"part-{self._flush}_{len(parts):05d}.parquet"
-        (stage / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, stage / name / file, row_group_size=self.row_group_rows)
-        self._schemas[name] = table.schema
-        parts.append(f"{name}/{file}")
+        self._schemas[name] = written = write(conform(table, schema), stage / name / file, self.row_group_rows)
+        parts[f"{name}/{file}"] = written
+
+    def _rewrite(self, stage: Path, drop_roots: set, candidates: set) -> tuple[dict, dict]:
+        """Bring every part of each output to its final schema: this flush's parts written
+        before the schema widened, and the committed parts (staged under the same names, to be
+        published by this flush's commit), leaving out the rows of `drop_roots`."""
+        import pyarrow.parquet as pq
+
+        rewrites, removed = {}, {}
+        for name in self.outputs:
+            final = self._schemas.get(name)
+            if final is None:
+                continue
+            mine = self._parts.get(name, {})
+            for part, schema in mine.items():
+                if not same(schema, final):
+                    path = stage / name / Path(part).name
+                    mine[part] = write(conform(pq.read_table(path), final), path, self.row_group_rows)
+            staged, gone = self._disk.rewrite(name, final, stage, self.row_group_rows, drop_roots, candidates)
+            if staged:
+                rewrites[name] = staged
+            if gone:
+                removed[name] = gone
+            self._disk.committed(name, mine)
+        return rewrites, removed

@@ -263,9 +263,8 @@ def _column(values: list, t):
 def _promoted(array, as_json: bool, before, values: list):
     """A column inferred for this chunk, typed to agree with the earlier parts' type `before`
     as the chunks of one part are (`concat_tables`): cast to the type both unify to when they
-    unify; made JSON text where the earlier parts hold text and these values are of another
-    kind (as typing them as text always did); else left as inferred (kinds that cannot be
-    promoted, ints before and text now: `read.read_table` reads such parts as JSON text)."""
+    unify; made JSON text where they cannot (ints before and text now; the writer then makes
+    the earlier parts' column JSON text too, `curate.io.parts.conform`)."""
     import pyarrow as pa
 
     if as_json or array.type == before:
@@ -274,9 +273,7 @@ def _promoted(array, as_json: bool, before, values: list):
         unified = pa.unify_schemas([pa.schema([("c", before)]), pa.schema([("c", array.type)])],
                                    promote_options="permissive").field("c").type
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        if pa.types.is_string(before) or pa.types.is_large_string(before):
-            return _json_text(values), True
-        return array, False
+        return _json_text(values), True
     if unified == array.type:
         return array, False
     try:
