@@ -16,16 +16,20 @@ import os
 import sys
 from pathlib import Path
 
+from curate.ctrl_c import EXIT_INTERRUPTED, CommandCtrlC
 from curate.errors import ClusterLostError, CurateError
 from curate.io.outdir import OutputDir
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_CLUSTER_LOST = 0, 1, 2, 3, 4
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command ended by SIGPIPE (`yes | head`)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one `curate` command; returns its exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
+    ctrl_c = CommandCtrlC()
+    if argv is None:  # this process is the command (not a caller's main([...])): its Ctrl-C is ours
+        ctrl_c.install()
     try:
         code = args.func(args)
         sys.stdout.flush()  # a reader that went away shows here, not as an error at interpreter exit
@@ -45,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"curate {args.command}: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt as exc:
-        print(f"curate {args.command}: {exc or 'interrupted'}", file=sys.stderr)
-        if args.command == "run" and str(exc):
+        ctrl_c.done()  # while the KeyboardInterrupt is still being handled (see CommandCtrlC)
+        from curate.run import RunInterrupted
+
+        print(f"curate {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+        if isinstance(exc, RunInterrupted):
             print(f"continue with: curate run {' '.join(_resume_argv(argv))}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        ctrl_c.done()
 
 
 def _stdout_closed() -> int:

@@ -163,6 +163,8 @@ class Driver:
         self.on_start: Callable[[], None] | None = None  # run(): record the run once workers are up
         self.cluster = None  # the Ray executor's ClusterInfo: which Ray the run uses
         self.interrupted = False  # set by a Ctrl-C handler; the next step() flushes and stops
+        self.starting = True  # until the workers are up: nothing admitted yet, a Ctrl-C stops at once
+        self.stopping = False  # a Ctrl-C is ending the run: its clean-up must finish
         self.lost: Exception | None = None  # the executor's cluster went away (ClusterLostError)
         self.wake: Callable[[], None] | None = None  # run(): interrupts the run's thread where it blocks
         self._lost_lock = threading.Lock()  # wake is never called after run() took it away
@@ -187,6 +189,7 @@ class Driver:
         if store is not None:
             self.store = store
         self.sink.bind(self.store)
+        self.starting = False  # from the manifest's "running" on, a Ctrl-C commits what finished
         if self.progress is not None and self.cluster is not None:
             self.progress.note(f"running on {self.cluster.describe()}")
         if self.on_start is not None:
@@ -226,6 +229,7 @@ class Driver:
         if self.interrupted:
             self.drain()
             self.sink.flush()
+            self.stopping = True
             raise KeyboardInterrupt
         self.sink.poll()
 

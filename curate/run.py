@@ -136,31 +136,34 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
         driver.progress = Progress(plan, sys.stderr, total=driver.total)
     status, error, pools_run = "failed", None, []
-    try:
-        with _ctrl_c(driver):
+    with _ctrl_c(driver):  # from connecting to Ray until the manifest says how the run ended
+        try:
             pools_run = ex.execute(driver)  # its driver closes the sink when the run is done
-        status = "completed"
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted (Ctrl-C)"
-        if out is not None and out.started:
-            raise RunInterrupted(out.path, sink) from None
-        raise
-    except ClusterLostError as exc:
-        status, error = "interrupted", str(exc)
-        if out is not None and out.started:
-            roots = RunInterrupted(out.path, sink).roots
-            raise ClusterLostError(f"{exc} ({roots} input(s) are committed in {out.path})") from None
-        raise
-    except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        if driver.progress:
-            driver.progress.close(driver)
-        metrics = collect(plan, sched, driver, pools_run, time.perf_counter() - driver.started)
-        if out is not None:
-            out.run_finished(sink, metrics, status=status, error=error, roots_done=driver.roots_done,
-                             roots_skipped=driver.skipped)
+            status = "completed"
+        except KeyboardInterrupt:
+            status, error = "interrupted", "interrupted (Ctrl-C)"
+            if out is not None and out.started:
+                raise RunInterrupted(out.path, sink) from None
+            if out is not None:  # the manifest records no run that never started (see README)
+                raise KeyboardInterrupt(f"interrupted before the run started: nothing was committed in "
+                                        f"{out.path}; run it again as it was (no --resume needed)") from None
+            raise
+        except ClusterLostError as exc:
+            status, error = "interrupted", str(exc)
+            if out is not None and out.started:
+                roots = RunInterrupted(out.path, sink).roots
+                raise ClusterLostError(f"{exc} ({roots} input(s) are committed in {out.path})") from None
+            raise
+        except BaseException as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            if driver.progress:
+                driver.progress.close(driver)
+            metrics = collect(plan, sched, driver, pools_run, time.perf_counter() - driver.started)
+            if out is not None:
+                out.run_finished(sink, metrics, status=status, error=error, roots_done=driver.roots_done,
+                                 roots_skipped=driver.skipped)
     if out is not None:
         return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
     return RunResult(plan, sink, metrics)
@@ -188,8 +191,13 @@ class RunInterrupted(KeyboardInterrupt):
 
 @contextmanager
 def _ctrl_c(driver: Driver):
-    """While a run goes on, Ctrl-C asks the driver to stop at its next heartbeat (after
-    committing what is finished); a second Ctrl-C stops at once."""
+    """Ctrl-C over a whole run, from connecting to Ray to the manifest's last word. Until the
+    workers are up (`driver.starting`: connecting, actors starting) nothing is admitted, so it
+    stops the run at once; while the run goes on it asks the driver to stop at its next
+    heartbeat (after committing what is finished), and a second one stops at once. Once the
+    run is stopping (`driver.stopping`), more Ctrl-Cs are ignored: releasing the workers and
+    writing the manifest take well under a second and must finish, so that the directory says
+    what is committed (the CLI's exit after it, Ray's own shutdown, is `cli._leave_on_ctrl_c`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -201,10 +209,13 @@ def _ctrl_c(driver: Driver):
     def ask(signum, frame):
         if driver.lost is not None:  # the watch thread's wake-up (sent once): the cluster is gone
             raise driver.lost
-        if driver.interrupted:
-            signal.signal(signal.SIGINT, previous)
-            raise KeyboardInterrupt
+        if driver.stopping:
+            return
+        at_once = driver.interrupted or driver.starting
         driver.interrupted = True
+        if at_once:
+            driver.stopping = True
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, ask)
     driver.wake = lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)

@@ -117,14 +117,21 @@ def test_on_ray_a_near_free_pool_stays_at_one_worker_and_a_busy_one_grows_to_all
     assert len(workers(res, "quick")) == 1
     assert res.metrics.workers_ready_s is not None  # every worker it started answered
 
+    import ray
+
+    from recorders import ray_barrier
+
+    barrier = ray_barrier(3)  # three calls meet, on three workers, however slowly they start
+
     class Slow:
         def __call__(self, xs):
+            assert ray.get(barrier.arrive.remote(120)) >= 3, "the pool never grew to three workers"
             return slow(xs)
 
     pipe = cu.Pipeline(Doc)
     pipe.output("slow", pipe.source.map(cu.stage(Slow, name="slow", batch_size=1, replicas=3, num_cpus=0.1)))
-    res = cu.run(pipe, range(80), executor="ray")  # 16 s on one worker: room for two more to start
-    assert res.values("slow") == list(range(1, 81))
+    res = cu.run(pipe, range(12), executor="ray")
+    assert res.values("slow") == list(range(1, 13))  # no call failed at the barrier
     assert len(workers(res, "slow")) == 3
 
 
