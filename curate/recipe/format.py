@@ -92,6 +92,30 @@ def hint_known(name: Any, known, fix: str = "") -> str:
     return fix or f"use one of: {', '.join(map(str, known))}"
 
 
+def _not_in_curate(mod_name: str) -> str:
+    """Why a `curate.` module is missing: a misspelt name (with the close ones that exist), or an
+    installation that lacks part of curate (a wheel built without a subpackage): never a file the
+    user should copy next to the recipe."""
+    import importlib.util
+    import pkgutil
+
+    parent, _, leaf = mod_name.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(parent) if parent else None
+    except ImportError:  # the parent package itself is missing
+        spec = None
+    known = [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)] if spec and \
+        spec.submodule_search_locations else []
+    close = difflib.get_close_matches(leaf, known, n=1)
+    if close:
+        return f"module {mod_name!r} is not part of curate; did you mean {parent}.{close[0]}?"
+    import curate
+
+    return (f"module {mod_name!r} is missing from this installation of curate ({curate.__path__[0]}): the "
+            "installation is incomplete. Reinstall curate: pip install --force-reinstall \"curate[EXTRA]\" "
+            "from its wheel or checkout (pip install -e . in a checkout)")
+
+
 def find_loops(edges: dict[str, list[str]]) -> list[list[str]]:
     """The cycles of a graph given as node -> the nodes it points to (one per back edge)."""
     loops, state = [], {}  # state: 1 while on the current path, 2 once finished
@@ -121,6 +145,8 @@ def import_path(spec: Any) -> tuple[Any, str | None]:
         obj = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
         if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
+            if mod_name.split(".")[0] == "curate":
+                return None, f"{spec!r}: {_not_in_curate(mod_name)}"
             fix = (f"put {mod_name.replace('.', '/')}.py next to the recipe or in the working directory, "
                    "or install the package that has it")
         else:
