@@ -93,8 +93,8 @@ def check_installed(needs: Iterable[tuple[str, str, str | None]]) -> None:
     if not missing:
         return
     lines = "; ".join(f"{m} (for {', '.join(w)})" for m, (w, _) in missing.items())
-    raise MissingDependencyError(f"this run needs modules that are not installed: {lines}. Nothing ran; "
-                                 f"install them with: pip install {pip_line(n for _, n in missing.values())}")
+    raise MissingDependencyError(f"the run needs modules that are not installed: {lines}; install them "
+                                 f"with: pip install {pip_line(n for _, n in missing.values())}")
 
 
 def plan_needs(plan, *, executor: Any = None, output_dir: Any = None) -> list[tuple[str, str, str | None]]:

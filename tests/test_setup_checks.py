@@ -123,3 +123,12 @@ def test_the_check_imports_nothing(monkeypatch, tmp_path):
     check_installed([("curate_test_spec_only", "a test", None)])
     assert "curate_test_spec_only" not in sys.modules
     assert not (tmp_path / "curate_test_spec_only.imported").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")
+def test_validate_warns_about_missing_modules_but_passes(capsys):
+    from curate.cli import EXIT_OK, main
+
+    assert main(["validate", "video_captions_vllm"]) == EXIT_OK  # checked where it will not run
+    assert 'warning: the run needs modules that are not installed: vllm (for captioner (QwenVL)); install ' \
+           'them with: pip install "curate[vllm]"' in capsys.readouterr().err
