@@ -93,27 +93,25 @@ def hint_known(name: Any, known, fix: str = "") -> str:
 
 
 def _not_in_curate(mod_name: str) -> str:
-    """Why a `curate.` module is missing: a misspelt name (with the close ones that exist), or an
-    installation that lacks part of curate (a wheel built without a subpackage): never a file the
-    user should copy next to the recipe."""
+    """Why a `curate.` module is missing: an installation that lacks part of curate (a wheel built
+    without a subpackage) or a misspelt name (the closest module that exists, if any); never a
+    file the user should copy next to the recipe."""
     import importlib.util
     import pkgutil
+
+    import curate
 
     parent, _, leaf = mod_name.rpartition(".")
     try:
         spec = importlib.util.find_spec(parent) if parent else None
     except ImportError:  # the parent package itself is missing
         spec = None
-    known = [m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)] if spec and \
-        spec.submodule_search_locations else []
-    close = difflib.get_close_matches(leaf, known, n=1)
-    if close:
-        return f"module {mod_name!r} is not part of curate; did you mean {parent}.{close[0]}?"
-    import curate
-
+    where = spec.submodule_search_locations if spec else None
+    close = difflib.get_close_matches(leaf, [m.name for m in pkgutil.iter_modules(where)] if where else [], n=1)
+    typo = f" or the name is misspelt (did you mean {parent}.{close[0]}?)" if close else ""
     return (f"module {mod_name!r} is missing from this installation of curate ({curate.__path__[0]}): the "
-            "installation is incomplete. Reinstall curate: pip install --force-reinstall \"curate[EXTRA]\" "
-            "from its wheel or checkout (pip install -e . in a checkout)")
+            f"installation is incomplete{typo}. Reinstall curate: pip install --force-reinstall "
+            "\"curate[EXTRA]\" from its wheel or checkout (pip install -e . in a checkout)")
 
 
 def find_loops(edges: dict[str, list[str]]) -> list[list[str]]:
