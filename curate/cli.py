@@ -138,6 +138,7 @@ def cmd_validate(args) -> int:
     where = f" ({found.path})" if found else ""
     print(f"{args.recipe}{where}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
           f"{', '.join(plan.outputs)})")
+    _warn_missing_modules(recipe, plan)
     needed = bundled.input_needed(recipe, found, args.recipe)
     if needed:  # fine for a recipe meant for --input: a note, not an error
         print(f"curate validate: note: {needed}", file=sys.stderr)
@@ -147,6 +148,18 @@ def cmd_validate(args) -> int:
     except CurateError as exc:
         print(f"curate validate: warning: {exc}", file=sys.stderr)
     return EXIT_OK
+
+
+def _warn_missing_modules(recipe, plan) -> None:
+    """A recipe may be checked where it will not run (a GPU recipe on a laptop): a warning."""
+    from curate.defaults import DEFAULT_EXECUTOR
+    from curate.deps import MissingDependencyError, check_installed, plan_needs
+
+    try:
+        check_installed(plan_needs(plan, executor=recipe.run_options.get("executor", DEFAULT_EXECUTOR),
+                                       output_dir=True))
+    except MissingDependencyError as exc:
+        print(f"curate validate: warning: {exc}", file=sys.stderr)
 
 
 def cmd_recipes(args) -> int:

@@ -172,14 +172,18 @@ def _kind_of(exc: BaseException) -> str:
 
 
 def build_stage(target, init: dict, name: str):
-    """`target(**init)` on a worker; a CurateError from the constructor (not a TransientError)
-    becomes a StageSetupError, so its items fail at once instead of being retried."""
+    """`target(**init)` on a worker; a CurateError (not a TransientError) or a TypeError (init
+    keywords the constructor does not take) becomes a StageSetupError, so its items fail at once
+    instead of being retried."""
     try:
         return target(**init)
     except TransientError:
         raise
     except CurateError as exc:
         raise StageSetupError(f"{name} could not be built on its worker: {exc}") from exc
+    except TypeError as exc:  # wrong init keywords: the same on every try, so never retried
+        raise StageSetupError(f"{name} could not be built on its worker: TypeError: {exc}; check its init "
+                              "against the class's constructor") from exc
 
 
 class ClusterLostError(CurateError):

@@ -15,6 +15,7 @@ from curate import defaults
 from curate.core.outcome import Issue, Item, Status
 from curate.core.plan import Plan, compile_plan
 from curate.core.scheduler import Scheduler
+from curate.deps import check_installed, plan_needs
 from curate.driver import Driver, MemorySink
 from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
@@ -110,6 +111,8 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         raise CurateError(f"inputs is a single {type(inputs).__name__}; pass a list (or iterator) of inputs")
     if not isinstance(input_batch_size, int) or input_batch_size < 1:
         raise CurateError(f"input_batch_size={input_batch_size!r}; use a whole number >= 1 (roots per input window)")
+    # every module the stages, the executor and the sink need, before anything starts or is written
+    check_installed(plan_needs(plan, executor=executor, output_dir=output_dir))
     files = inputs if isinstance(inputs, FileInputs) else None
     if key is None and files is not None:
         key = files.key  # each file relative to its input's root (curate.io.files)

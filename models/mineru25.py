@@ -48,6 +48,10 @@ from curate.deps import require
 from curate.errors import CurateError
 
 ENGINES = ("transformers", "vllm-engine", "http-client")
+# what each engine imports: mineru-vl-utils (MinerU's client), then its model runtime; vllm-engine also
+# takes MinerU 4's logits processors (mineru)
+ENGINE_MODULES = {"transformers": ("mineru_vl_utils", "torch", "transformers"),
+                  "vllm-engine": ("mineru_vl_utils", "vllm", "mineru"), "http-client": ("mineru_vl_utils",)}
 SOURCE = "mineru25"  # RegionRecord.source of what this backend found
 
 # MinerU 2.5 block type (mineru_vl_utils.structs.BlockType) -> region kind (records.REGION_KINDS)
@@ -79,6 +83,11 @@ class MinerU25:
     """MinerU 2.5 layout and content recognition on one model; meant for a shared pool:
     `vlm = cu.Pool(MinerU25, init={"model": path}, num_gpus=1)`, then `vlm.stage("layout")`
     (an expand into regions) and `vlm.stage("content_regions", batch_size=64)` (a map over them)."""
+
+    @staticmethod
+    def requires(init: dict) -> tuple[str, ...]:
+        """The modules its engine needs (checked before a run starts): see ENGINE_MODULES."""
+        return ENGINE_MODULES.get(init.get("engine", "transformers"), ())
 
     def __init__(self, model: str | None = None, engine: str = "transformers", server_url: str | None = None,
                  device: str = "cuda", batch_size: int | None = None, max_new_tokens: int | None = None,

@@ -50,6 +50,8 @@ MODEL_FETCH_MODULES = ("modelscope", "modelscope_hub", "huggingface_hub", "reque
 class Mineru4:
     """One MinerU 4 parser per worker; `parse` turns page windows into Markdown."""
 
+    requires = ("mineru",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, tier: str = "flash", ocr_mode: str = "auto", model: str | None = None,
                  server_url: str | None = None, api_url: str | None = None, device: str | None = None,
                  batch_size: int | None = None, image_analysis: bool = True, log_level: str = QUIET):

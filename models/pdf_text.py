@@ -39,6 +39,8 @@ import curate as cu
 class PdfText:
     """The text layer of PDF pages: `check` (routing) and `regions` (the page's regions)."""
 
+    requires = ("pymupdf",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, force_ocr: bool = False, tables: str = "lines", cache_docs: int = DEFAULT_CACHE_DOCS,
                  model: str | None = None, device: str = "cpu", batch_size: int | None = None):
         if tables not in TABLE_MODES:

@@ -50,6 +50,8 @@ import curate as cu
 from curate.errors import CurateError
 
 ENGINES = ("transformers", "vllm", "http")
+# what each engine imports: PIL for the frames, then its model runtime (http: a server elsewhere)
+ENGINE_MODULES = {"transformers": ("PIL", "torch", "transformers"), "vllm": ("PIL", "vllm"), "http": ("PIL",)}
 DEFAULT_PROMPT = ("These {frames} frames are sampled in time order from one video clip, at {timestamps} s. "
                   "Describe the clip in one or two sentences: the setting, the main subjects and what they do.")
 DEFAULT_SUMMARY_PROMPT = ("Here are the captions of the consecutive clips of one video, in order:\n{captions}\n"
@@ -72,6 +74,11 @@ class QwenVL:
     """Qwen2.5-VL as a captioner; meant for a shared pool: `captioner = cu.Pool(QwenVL, init={"model":
     path})`, then `frames.reduce(captioner.stage("caption_clips", batch_size=16))` (Frame -> Clip)
     and `clip_rows.reduce(captioner.stage("summarize"))` (Clip -> Video)."""
+
+    @staticmethod
+    def requires(init: dict) -> tuple[str, ...]:
+        """The modules its engine needs (checked before a run starts): see ENGINE_MODULES."""
+        return ENGINE_MODULES.get(init.get("engine", "transformers"), ())
 
     def __init__(self, model: str | None = None, engine: str = "transformers", device: str = "auto",
                  dtype: str = "auto", batch_size: int | None = None, prompt: str = DEFAULT_PROMPT,

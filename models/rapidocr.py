@@ -58,6 +58,8 @@ SOURCE = "rapidocr"
 class RapidOcr:
     """RapidOCR (PP-OCRv4, onnxruntime, CPU): `ocr` (image -> text), `ocr_regions` (region -> region)."""
 
+    requires = ("rapidocr_onnxruntime",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int | None = None,
                  threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1):
         from curate.deps import require

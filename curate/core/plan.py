@@ -5,6 +5,8 @@ any worker starts."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +18,7 @@ from curate.resources import Resources
 
 CALL_KINDS = ("map", "filter", "expand", "reduce")
 ON_CHILD_FAILURE = ("suppress", "drop")
+CLOSE_CUTOFF = 0.5  # difflib similarity for "did you mean": catches forse -> force_ocr (0.57)
 
 
 @dataclass
@@ -143,7 +146,7 @@ def _check_stages(pipe: Pipeline, problems: list[str]) -> dict[int, Stage]:
         if st.pool is not None and id(st.pool) not in seen_pools:
             seen_pools.add(id(st.pool))
             problems.extend(f"{d.where}: Pool {st.label} (declared at {st.pool.where}): {p}"
-                            for p in _pool_problems(st.pool))
+                            for p in _pool_problems(st.pool) + init_problems(st.pool.cls, st.pool.init))
     return stages
 
 
@@ -163,12 +166,39 @@ def _stage_problems(st: Stage) -> list[str]:
         out.append("init must be a dict of keyword arguments for the class")
     elif st.init and not isinstance(target, type):
         out.append("init= is only for classes (built once per worker); a function takes no init")
+    elif st.pool is None:
+        out += init_problems(target, st.init)
     out += _number_problems(st, (("batch_size", 1), ("retries", 0)))
     t = st.timeout_s
     if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool) or not t > 0):
         out.append(f"timeout_s={t!r}; it must be a number of seconds > 0, or None for no limit")
     if st.pool is None:
         out += _pool_problems(st)
+    return out
+
+
+def init_problems(target: Any, init: Any) -> list[str]:
+    """`init` checked against the constructor of class `target`: every key it does not take (with
+    the closest one it does), and every argument it needs that init lacks. A constructor taking
+    **kwargs takes any key; one with no signature to read (a C type) is not checked."""
+    if not isinstance(target, type) or not isinstance(init, dict):
+        return []
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    named = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    out = []
+    for key in init:
+        close = difflib.get_close_matches(str(key), named, n=1, cutoff=CLOSE_CUTOFF)
+        if key not in named:
+            hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(named) or 'none'}"
+            out.append(f"init key {key!r} is not an argument of {target.__name__}(); {hint}")
+    lacking = [n for n in named if params[n].default is params[n].empty and n not in init]
+    if lacking:
+        out.append(f"init lacks {', '.join(map(repr, lacking))}, which {target.__name__}() needs; add it to init")
     return out
 
 

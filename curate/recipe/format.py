@@ -99,6 +99,28 @@ def hint_known(name: Any, known, fix: str = "") -> str:
     return fix or f"use one of: {', '.join(map(str, known))}"
 
 
+def _not_in_curate(mod_name: str) -> str:
+    """Why a `curate.` module is missing: an installation that lacks part of curate (a wheel built
+    without a subpackage) or a misspelt name (the closest module that exists, if any); never a
+    file the user should copy next to the recipe."""
+    import importlib.util
+    import pkgutil
+
+    import curate
+
+    parent, _, leaf = mod_name.rpartition(".")
+    try:
+        spec = importlib.util.find_spec(parent) if parent else None
+    except ImportError:  # the parent package itself is missing
+        spec = None
+    where = spec.submodule_search_locations if spec else None
+    close = difflib.get_close_matches(leaf, [m.name for m in pkgutil.iter_modules(where)] if where else [], n=1)
+    typo = f" or the name is misspelt (did you mean {parent}.{close[0]}?)" if close else ""
+    return (f"module {mod_name!r} is missing from this installation of curate ({curate.__path__[0]}): the "
+            f"installation is incomplete{typo}. Reinstall curate: pip install --force-reinstall "
+            "\"curate[EXTRA]\" from its wheel or checkout (pip install -e . in a checkout)")
+
+
 def find_loops(edges: dict[str, list[str]]) -> list[list[str]]:
     """The cycles of a graph given as node -> the nodes it points to (one per back edge)."""
     loops, state = [], {}  # state: 1 while on the current path, 2 once finished
@@ -128,6 +150,8 @@ def import_path(spec: Any) -> tuple[Any, str | None]:
         obj = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
         if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
+            if mod_name.split(".")[0] == "curate":
+                return None, f"{spec!r}: {_not_in_curate(mod_name)}"
             fix = (f"put {mod_name.replace('.', '/')}.py next to the recipe or in the working directory, "
                    "or install the package that has it")
         else:

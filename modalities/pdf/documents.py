@@ -163,6 +163,8 @@ class PdfPages:
     `passwords`: tried in order on an encrypted PDF (an input {"path", "password"} adds its
     own first). `dpi` and `max_long_side` set each page's render scale (`render_scale`)."""
 
+    requires = ("pymupdf",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, passwords: list[str] | tuple[str, ...] = (), dpi: float = DEFAULT_DPI,
                  max_long_side: int = MAX_LONG_SIDE_PX):
         if isinstance(passwords, str) or not all(isinstance(p, str) for p in passwords or ()):

@@ -41,6 +41,8 @@ class Render:
     """PageRecord -> PageImage (`__call__`); (PageRecord, RegionRecord) -> RegionRecord with its
     crop (`crops`). A bad page is an ItemFailure; its batch-mates go on."""
 
+    requires = ("pymupdf",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, cache_docs: int = DEFAULT_CACHE_DOCS, max_pixels: int = MAX_PIXELS):
         if not isinstance(max_pixels, int) or max_pixels < 1:
             raise ValueError(f"max_pixels={max_pixels!r}; give a whole number >= 1, e.g. max_pixels: 12250000")

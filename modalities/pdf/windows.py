@@ -127,6 +127,8 @@ class SplitWindows:
     """Expand Document -> Window: a PDF path to its page windows, in page order. An encrypted
     file opens with the first of `passwords` that works (as `documents.PdfPages` takes them)."""
 
+    requires = ("pypdfium2", "mineru")  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, window_pages: int = DEFAULT_WINDOW_PAGES, passwords: list[str] | tuple[str, ...] = (),
                  context_pages: int = CONTEXT_PAGES):
         if not isinstance(window_pages, int) or isinstance(window_pages, bool) or window_pages < 1:

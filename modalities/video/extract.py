@@ -44,6 +44,8 @@ CONTAINERS = {"mp4": ".mp4", "matroska": ".mkv", "mov": ".mov", "avi": ".avi"}
 class ExtractClip:
     """Map: a clip -> EncodedClip (its encoded bytes and how they were made), or an ItemFailure."""
 
+    requires = ("av",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, codec: str = DEFAULT_CODEC, crf: int = DEFAULT_CRF, preset: str = DEFAULT_PRESET,
                  size: int | list[int] | None = None, container: str = "mp4", threads: int = DEFAULT_THREADS):
         if container not in CONTAINERS:

@@ -49,6 +49,8 @@ LUMA = (0.299, 0.587, 0.114)  # BT.601 weights of R, G, B
 class ScoreClips:
     """Map: a clip -> ScoredClip with its duration, motion, blur and brightness scores."""
 
+    requires = ("av",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, min_duration_s: float | None = DEFAULT_MIN_CLIP_S, max_duration_s: float | None = None,
                  min_motion: float | None = MIN_MOTION, min_blur: float | None = MIN_BLUR,
                  min_brightness: float | None = MIN_BRIGHTNESS, max_brightness: float | None = MAX_BRIGHTNESS,

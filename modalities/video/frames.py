@@ -53,6 +53,8 @@ def frame_times(clip: ClipRecord, fps: float | None = DEFAULT_SAMPLE_FPS, frames
 class SampleFrames:
     """Expand: a clip -> its FrameRecords, in time order, resized (see the module docstring)."""
 
+    requires = ("av",)  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, fps: float | None = DEFAULT_SAMPLE_FPS, frames: int | None = None,
                  max_frames: int = MAX_FRAMES_PER_CLIP, size: int | list[int] | None = DEFAULT_SIZE,
                  upscale: bool = False, threads: int = DEFAULT_THREADS):

@@ -65,6 +65,8 @@ class Probe:
     `prefer`: "decord" (used where it reads the stream) or "pyav"; `min_side`: smallest frame
     side accepted, in pixels."""
 
+    requires = ("av",)  # checked before a run starts; decord is optional (prefer="decord" falls back)
+
     def __init__(self, prefer: str = "decord", min_side: int = MIN_SIDE_PX):
         if prefer not in DECODERS:
             raise ValueError(f"prefer={prefer!r}; one of {DECODERS}, e.g. prefer: decord")

@@ -145,6 +145,8 @@ def dropped_spans(clip: ClipRecord) -> list[tuple[float, float]]:
 class SplitShots:
     """Expand: VideoRecord -> its ClipRecords in time order (see the module docstring)."""
 
+    requires = ("av", "scenedetect", "cv2")  # checked before a run starts (curate.deps.check_installed)
+
     def __init__(self, method: str = "adaptive", threshold: float = CONTENT_THRESHOLD,
                  adaptive_threshold: float = ADAPTIVE_THRESHOLD, min_content_val: float = MIN_CONTENT_VAL,
                  min_scene_s: float = DEFAULT_MIN_SCENE_S, stride_s: float = DEFAULT_STRIDE_S,
