@@ -2,6 +2,7 @@
 
     python fault_job.py OUT [--docs N] [--executor ray|local] [--address ADDR] [--resume]
                             [--faults DIR] [--slow S] [--big] [--ocr-cpus C --ocr-replicas R]
+                            [--hold-after N]
 
 Documents of 1 to 6 pages; a page is scanned (with --big, a 300 KB image, which Ray keeps in
 the object store of the node that made it, where that node's death loses it), then its OCR
@@ -13,14 +14,19 @@ every way a long job meets, each at most once per item (a marker file remembers)
   - a hang: page 1 of document 4 sleeps past the stage's timeout_s once;
   - a poison item: page 2 of every 13th document kills its worker on every attempt, and
     ends FAILED alone (it is poison in a clean run too, so the rows compare).
+With --hold-after N, OCR batches after the run's first N print their line and then wait until
+the job is killed (tests/kills.py), so a kill after N lines always lands mid-run.
 Every row is a pure function of the document and page, so runs compare row for row."""
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from kills import hold_after
 
 import curate as cu
 
@@ -29,6 +35,7 @@ FAULTS: Path | None = None
 SLOW_S = 0.0
 BIG = False
 TIMEOUT_S = 8.0
+HOLD: tuple[int, str] | None = None  # --hold-after N: (N, the directory that numbers this run's batches)
 
 
 def _once(tag: str) -> bool:
@@ -54,6 +61,8 @@ def scan(ps):
 
 def ocr(ps):
     print("ran", ps[0][:2], flush=True)  # unique per batch: Ray does not fold the lines
+    if HOLD is not None:
+        hold_after(*HOLD)
     time.sleep(SLOW_S)
     out = []
     for d, i, image in ps:
@@ -93,6 +102,8 @@ def arg(name: str, default=None):
 if __name__ == "__main__":
     FAULTS = Path(arg("--faults")) if "--faults" in sys.argv else None
     SLOW_S, BIG = float(arg("--slow", 0.0)), "--big" in sys.argv
+    if "--hold-after" in sys.argv:
+        HOLD = (int(arg("--hold-after")), tempfile.mkdtemp(prefix="held-", dir=Path(sys.argv[1]).parent))
     opts = {"address": arg("--address")} if "--address" in sys.argv else {}
     pool = (float(arg("--ocr-cpus", 0.25)), int(arg("--ocr-replicas", 2)))
     res = cu.run(build(*pool), range(int(arg("--docs", N_DOCS))), executor=arg("--executor", "ray"), output_dir=sys.argv[1],

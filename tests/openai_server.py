@@ -13,8 +13,10 @@ with the request's temperature, top_p and repetition_penalty).
 
 Requests are answered one at a time (one lock around `complete`), each a batch of one. The
 server counts requests in flight (arrived, not yet answered), so a test can check a client's
-bound on concurrency; `hold_s` keeps each request in flight a while before it is answered, so
-concurrent requests overlap for sure.
+bound on concurrency; `meet=n` holds every request until `n` were in flight at once (then lets
+them all go; later ones pass), so a client that may send `n` at once provably did, whatever the
+machine's load; `hold_s` keeps each request in flight a while more before it is answered, so a
+client sending more than it may overlaps them too.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Self
 
 DEFAULT_MAX_TOKENS = 512  # mineru-vl-utils' client may send no limit
+MEET_WAIT_S = 60.0  # only ends a wait for `meet` requests that never come (the test then fails on the count)
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,11 @@ class Completion:
 Complete = Callable[[list, list, dict], "str | Completion"]
 
 
-def create_app(complete: Complete, name: str, hold_s: float = 0.0):
+def create_app(complete: Complete, name: str, hold_s: float = 0.0, meet: int = 0):
     """The FastAPI app answering chat completions for model `name` with `complete`."""
     from fastapi import FastAPI, HTTPException
 
-    lock, count = threading.Lock(), threading.Lock()
+    lock, count, met = threading.Lock(), threading.Lock(), threading.Event()
     app = FastAPI()
     app.state.requests = app.state.in_flight = app.state.max_in_flight = 0
 
@@ -63,7 +66,10 @@ def create_app(complete: Complete, name: str, hold_s: float = 0.0):
         with count:
             app.state.in_flight += 1
             app.state.max_in_flight = max(app.state.max_in_flight, app.state.in_flight)
+            if app.state.in_flight >= meet:
+                met.set()
         try:
+            met.wait(MEET_WAIT_S)
             time.sleep(hold_s)
             messages, images = hf_messages(body.get("messages") or [])
             with lock:
@@ -151,10 +157,10 @@ def _as_list(value) -> list:
 
 
 class OpenAIServer:
-    """uvicorn serving `create_app(complete, name, hold_s)` on 127.0.0.1 at a free port, in a daemon thread."""
+    """uvicorn serving `create_app(complete, name, hold_s, meet)` on 127.0.0.1 at a free port, in a daemon thread."""
 
-    def __init__(self, complete: Complete, name: str, hold_s: float = 0.0):
-        self.app = create_app(complete, name, hold_s)
+    def __init__(self, complete: Complete, name: str, hold_s: float = 0.0, meet: int = 0):
+        self.app = create_app(complete, name, hold_s, meet)
         self.name = name
 
     def __enter__(self) -> Self:

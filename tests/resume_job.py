@@ -1,12 +1,18 @@
 """A job for the kill-and-resume tests, run as a real subprocess:
-`python resume_job.py OUT [--resume] [--executor local|ray] [--address ADDR] [--slow] [--progress] [--docs N]`. Every stage run prints a line,
-so the test can kill it after a chosen amount of work."""
+`python resume_job.py OUT [--resume] [--executor local|ray] [--address ADDR] [--slow] [--progress] [--docs N]
+[--hold-after N]`. Every stage run prints a line, so the test can kill it after a chosen amount
+of work; with --hold-after N, OCR batches after the first N print their line and then wait until
+the job is killed, so a kill after N lines always lands mid-run, however slowly the test reads."""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
+
+from kills import hold_after
 
 import curate as cu
 
@@ -26,10 +32,13 @@ def render(docs):
 
 
 SLOW_S = 0.0  # per OCR batch, set by --slow: a Ray run then lasts long enough to be killed mid-way
+HOLD: tuple[int, str] | None = None  # --hold-after N: (N, the directory that numbers this run's batches)
 
 
 def ocr(pages):
     print("ran", len(pages), "from", pages[0].doc, pages[0].no, flush=True)  # unique: Ray folds repeats
+    if HOLD is not None:
+        hold_after(*HOLD)
     time.sleep(SLOW_S)
     out = []
     for p in pages:
@@ -65,6 +74,8 @@ if __name__ == "__main__":
     executor = sys.argv[sys.argv.index("--executor") + 1] if "--executor" in sys.argv else "local"
     opts = {"address": sys.argv[sys.argv.index("--address") + 1]} if "--address" in sys.argv else {}
     docs = int(sys.argv[sys.argv.index("--docs") + 1]) if "--docs" in sys.argv else N_DOCS
+    if "--hold-after" in sys.argv:
+        HOLD = (int(sys.argv[sys.argv.index("--hold-after") + 1]), tempfile.mkdtemp(prefix="held-", dir=Path(out).parent))
     res = cu.run(build(), range(docs), executor=executor, output_dir=out, resume="--resume" in sys.argv,
                  input_batch_size=3, inflight=2, sink_options={"shard_rows": 9}, progress="--progress" in sys.argv,
                  **opts)

@@ -104,9 +104,9 @@ def test_every_stage_fault_at_once_gives_the_rows_of_a_clean_run(tmp_path):
 def test_driver_killed_five_times_in_a_row_then_resumed_gives_the_rows_of_a_clean_run(tmp_path):
     out, rng = tmp_path / "out", random.Random(12)
     for k in range(5):
-        p = start(out, "--slow", "0.1", *(["--resume"] if k else []))
-        # SIGKILL after a random number of OCR batches of this run
-        assert sigkill_after(p, rng.randint(1, 8), "ran (") == -signal.SIGKILL, f"run {k} ended before its kill"
+        n = rng.randint(1, 8)  # SIGKILL after a random number of OCR batches of this run; the later ones wait for it
+        p = start(out, "--hold-after", str(n), *(["--resume"] if k else []))
+        assert sigkill_after(p, n, "ran (") == -signal.SIGKILL, f"run {k} ended before its kill"
     finish(out, "--resume")
     assert_clean(out)
     import json

@@ -42,6 +42,28 @@ def typeset() -> np.ndarray:
     return np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3).copy()
 
 
+class Clock:
+    """A stand-in for `time` in curate.models.rapidocr: each perf_counter() reading is a second
+    after the last, so every timed span in it (start, then end) measures exactly 1 s, on any
+    machine. What its `seconds` fields add up is then known exactly."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    import curate.models.rapidocr as rapidocr
+
+    fake = Clock()
+    monkeypatch.setattr(rapidocr, "time", fake)
+    return fake
+
+
 def test_rapidocr_is_an_ocr_backend_with_one_thread_per_actor(ocr):
     assert isinstance(ocr, Ocr) and RapidOcr.__call__ is RapidOcr.ocr
     with pytest.raises(ValueError, match="threads"):
@@ -59,14 +81,14 @@ def test_every_image_form_reads_the_same_text_in_reading_order(ocr, typeset):
     assert text.lower().split("\n") == [ln.lower() for ln in LINES]
 
 
-def test_regions_get_their_text_score_and_time_and_lose_their_crop(ocr, typeset):
+def test_regions_get_their_text_score_and_time_and_lose_their_crop(ocr, typeset, clock):
     region = RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset, seconds=0.25)
     (read,) = ocr.ocr_regions([region])
     assert read.content.lower() == "\n".join(LINES).lower() and read.source == "rapidocr" and read.crop is None
-    assert 0.5 < read.score <= 1 and read.seconds > 0.25
+    assert 0.5 < read.score <= 1 and read.seconds == 0.25 + 1.0  # its seconds so far, plus the OCR call's
 
 
-def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, typeset):
+def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, typeset, clock):
     """The recipe's two Calls (detect_lines: region -> lines; read_lines: lines of any regions in
     one batch) and its reduce (join_lines, with_text) give the region that ocr_regions gives."""
     region = RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset, seconds=0.25)
@@ -78,13 +100,15 @@ def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, types
     assert lines[0].box[1] < lines[1].box[1] and all(ln.box[2] <= typeset.shape[1] for ln in lines)
     twice = ocr.read_lines([*lines, *lines])  # one batch holding the lines of two regions
     assert [ln.text.lower() for ln in twice] == [ln.lower() for ln in LINES * 2]
-    assert all(ln.crop is None and 0.5 < ln.score <= 1 and ln.seconds > 0 for ln in twice)
+    # each line: its share of its region's detection (1 s over 2 lines) and of the batch's reading (1 s over 4)
+    assert all(ln.crop is None and 0.5 < ln.score <= 1 and ln.seconds == 0.5 + 0.25 for ln in twice)
     text, empty = join_lines([twice[:2][::-1], []])  # the reduce restores reading order from the boxes
     assert text.text.lower() == "\n".join(LINES).lower() and text.lines == 2 and empty == RegionText("")
     (read,) = with_text([(region, text)])
     (one_call,) = ocr.ocr_regions([region])
     assert (read.content, read.source, read.crop, read.kind) == (one_call.content, "rapidocr", None, "text")
-    assert read.score == pytest.approx(one_call.score, abs=0.02) and read.seconds > 0.25
+    assert read.score == pytest.approx(one_call.score, abs=0.02)
+    assert text.seconds == 2 * 0.75 and read.seconds == 0.25 + text.seconds  # the region's, plus its lines'
 
 
 def test_lines_of_a_real_scan_read_exactly_what_one_call_reads(ocr):

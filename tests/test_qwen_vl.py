@@ -215,7 +215,7 @@ def test_http_engine_matches_transformers_and_bounds_its_concurrency(tiny_model,
 
     clips = [frames(10 + i, i % 3 + 1) for i in range(7)] + [[]]
     local = QwenVL(model=tiny_model, **{**INIT, "batch_size": 1})  # the server answers one clip at a time
-    with OpenAIServer(qwen_vl_completer(tiny_model), name="tiny-qwen25vl", hold_s=0.2) as server:
+    with OpenAIServer(qwen_vl_completer(tiny_model), name="tiny-qwen25vl", hold_s=0.2, meet=3) as server:
         http = QwenVL(engine="http", server_url=server.url, max_concurrency=3, image_format="png",
                       max_new_tokens=TOKENS, summary_max_new_tokens=TOKENS)
         assert http.model_name == server.name  # asked the server

@@ -5,6 +5,7 @@ each crash window; refusing to mix runs."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +34,10 @@ def finish(out: Path, *extra: str) -> str:
 
 def kill_after(out: Path, batches: int, *extra: str) -> None:
     """Start the job and SIGKILL it once it has run `batches` OCR batches (read from its
-    stdout, so the kill lands while it is working, whatever the machine's speed)."""
-    sigkill_after(start(out, *extra), batches)
+    stdout); its later batches wait for the kill (--hold-after), so the kill lands while it
+    is working, whatever the machine's speed or load."""
+    p = start(out, "--hold-after", str(batches), *extra)
+    assert sigkill_after(p, batches) == -signal.SIGKILL, "the run ended before its kill"
 
 
 def rows(out: Path) -> dict[str, list[dict]]:
@@ -78,7 +81,7 @@ def test_killed_and_resumed_run_has_exactly_the_rows_of_an_uninterrupted_run(tmp
 
 def test_a_ray_run_killed_and_resumed_has_the_rows_of_an_uninterrupted_run(tmp_path, reference):
     out = tmp_path / "out"
-    kill_after(out, 3, "--executor", "ray", "--slow")
+    kill_after(out, 3, "--executor", "ray")
     finish(out, "--resume", "--executor", "ray")
     assert rows(out) == rows(reference)
     assert files(out) == files(reference)
