@@ -161,8 +161,10 @@ def test_a_token_cluster_refuses_without_its_token_and_the_run_says_so_then_join
 def test_a_cluster_that_dies_mid_run_ends_it_with_our_error_and_resume_completes_it(tmp_path, long_reference):
     out = tmp_path / "out"
     with head() as (address, cluster):
-        p = subprocess.Popen([sys.executable, str(JOB), str(out), "--executor", "ray", "--slow", "--docs", "150",
-                              "--address", address],
+        # batches after the 15th wait for the cluster to go (kills.hold_after), so the job is
+        # still mid-work when it does, whatever the machine's speed
+        p = subprocess.Popen([sys.executable, str(JOB), str(out), "--executor", "ray", "--docs", "150",
+                              "--hold-after", "15", "--address", address],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
         seen = 0
         for line in p.stdout:  # kill the cluster once the job is well into its work
