@@ -200,7 +200,7 @@ def _ctrl_c(driver: Driver):
     heartbeat (after committing what is finished), and a second one stops at once. Once the
     run is stopping (`driver.stopping`), more Ctrl-Cs are ignored: releasing the workers and
     writing the manifest take well under a second and must finish, so that the directory says
-    what is committed (the CLI's exit after it, Ray's own shutdown, is `cli._leave_on_ctrl_c`)."""
+    what is committed (the CLI's exit after it, Ray's own shutdown, is `curate.ctrl_c`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
