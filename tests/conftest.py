@@ -4,12 +4,20 @@ tests run against the local and the Ray executor; one Ray instance serves the wh
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from recorders import LocalRecorder, RayRecorder
 
 EXECUTORS = ["local", "ray"]
+
+# A background job of a non-interactive shell (scripts/test runs the suite in two such pytest
+# processes) starts with SIGINT ignored, and so would every job the tests start: curate then
+# rightly leaves Ctrl-C alone, and the tests of Ctrl-C could not send one. Python's own default
+# here, and in the children (a handled signal is reset to the default at exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 TESTS = str(Path(__file__).resolve().parent)
 
 
