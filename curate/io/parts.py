@@ -54,15 +54,14 @@ def conform(table, schema):
     kind (the JSON text of a clash) is written as JSON text."""
     import pyarrow as pa
 
-    from curate.io.rows import _json_text
+    from curate.io.rows import as_json
 
-    for f in schema:
-        if f.name not in table.column_names or not pa.types.is_string(f.type):
-            continue
-        t = table.schema.field(f.name).type
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
-            i = table.schema.get_field_index(f.name)
-            table = table.set_column(i, pa.field(f.name, pa.string()), _json_text(table.column(f.name).to_pylist()))
+    def text(t) -> bool:
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+    clash = {f.name for f in schema if pa.types.is_string(f.type) and f.name in table.column_names
+             and not text(table.schema.field(f.name).type)}
+    (table,) = as_json([table], clash)
     table = pa.concat_tables([schema.empty_table(), table.select([n for n in table.column_names if n in schema.names])],
                              promote_options="permissive")
     return table.select(schema.names).cast(schema).combine_chunks()

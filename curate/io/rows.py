@@ -306,14 +306,14 @@ def concat_tables(tables: list):
                 kinds.setdefault(f.name, set()).add(kind(f))
     clash = {n for n, ks in kinds.items() if "json" in ks and len(ks) > 1}
     try:
-        table = pa.concat_tables(_as_json(tables, clash), promote_options="permissive") if len(tables) > 1 else tables[0]
+        table = pa.concat_tables(as_json(tables, clash), promote_options="permissive") if len(tables) > 1 else tables[0]
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         clash = {n for n, ks in kinds.items() if len(ks) > 1}
-        table = pa.concat_tables(_as_json(tables, clash), promote_options="permissive")
+        table = pa.concat_tables(as_json(tables, clash), promote_options="permissive")
     return table.cast(pa.schema([pa.field(f.name, f.type, f.nullable) for f in table.schema]))
 
 
-def _as_json(tables: list, names: set) -> list:
+def as_json(tables: list, names: set) -> list:
     """`tables` with the columns `names` as JSON text (those that are JSON text already kept)."""
     import pyarrow as pa
 
