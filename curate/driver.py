@@ -195,6 +195,22 @@ class Driver:
         if self.on_start is not None:
             self.on_start()
 
+    def use_cluster(self, cluster) -> None:
+        """The executor runs on `cluster` (the Ray executor's ClusterInfo): the manifest and the
+        progress line name it."""
+        self.cluster = cluster
+
+    def plan_replicas(self, pool: int, workers: int) -> None:
+        """The executor runs `workers` workers for the plan's pool `pool`: admission plans
+        with it (a scheduler without admission ignores it)."""
+        replicas = getattr(self.sched, "replicas", None)
+        if replicas is not None:
+            replicas[pool] = workers
+
+    def workers_ready(self) -> None:
+        """Every worker the executor started so far answered (the report's `workers_ready_s`)."""
+        self.workers_ready_s = time.perf_counter() - self.started
+
     def cluster_lost(self, error: Exception, wake: bool = True) -> None:
         """The executor's cluster is gone (called from its watch thread, or its own thread): the
         run must end with `error` now, even where its thread is blocked in a call that will

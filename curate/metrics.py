@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from curate.core.plan import Plan
-from curate.executors import peak_rss
+from curate.memory import peak_rss
 
 
 @dataclass

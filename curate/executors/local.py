@@ -107,10 +107,8 @@ class LocalExecutor:
         self._workers = self._take(plan)
         self._retired = [[] for _ in plan.pools]
         idle = [list(ws) for ws in self._workers]
-        replicas = getattr(driver.sched, "replicas", None)  # what admission plans with
         for p, ws in zip(plan.pools, self._workers):
-            if replicas is not None:
-                replicas[p.id] = len(ws)
+            driver.plan_replicas(p.id, len(ws))
         driver.started_workers()
         self._busy = 0  # workers with batches
         self._cost = CallCosts(BUNDLE_TARGET_S)

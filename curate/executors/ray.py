@@ -87,7 +87,8 @@ class RayExecutor:
 
     # ---- the loop -------------------------------------------------------------------------
     def execute(self, driver) -> list[PoolReport]:
-        driver.cluster = self.cluster = connect(self.address, self.ray_init)
+        self.cluster = connect(self.address, self.ray_init)
+        driver.use_cluster(self.cluster)
         self._driver, self._flight, self._cost, self._slots = driver, {}, CallCosts(BUNDLE_TARGET_S), CoreSlots()
         self._secured = output_calls(driver.plan)
         self.groups = groups = make_groups(driver)
@@ -100,10 +101,9 @@ class RayExecutor:
         self._startup(driver, groups, store)
         clean = False
         try:
-            replicas = getattr(driver.sched, "replicas", None)  # what admission plans with
             for g in groups:
-                for p in g.pools if replicas is not None else ():
-                    replicas[p] = g.replicas
+                for p in g.pools:
+                    driver.plan_replicas(p, g.replicas)
             while True:
                 if self._up:  # work begins with the first actor that answered
                     driver.step()
@@ -204,7 +204,7 @@ class RayExecutor:
         if self._up == 1:
             driver.started_workers(self._startup_store)
         if not self._starting and not self._pending:  # every actor started so far answered
-            driver.workers_ready_s = time.perf_counter() - driver.started
+            driver.workers_ready()
 
     def _place(self, fl: _Call, node: str, cores: float) -> None:
         """Where an actor that answered runs: its node and the cores it may use there."""

@@ -16,7 +16,7 @@ from ray import cloudpickle
 from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, EngineError, build_stage
-from curate.executors import peak_rss, private_rss
+from curate.memory import peak_rss, private_rss
 from curate.executors.ray_cores import CoreMeter, usable_cores
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from curate import defaults
 from curate.deps import require
 from curate.errors import CurateError
-from curate.executors import peak_rss
+from curate.memory import peak_rss
 from curate.io.commits import META, CommitLog, record_counts
 from curate.io.retry import Retry
 from curate.io.parts import PartRewriter, conform, merge, same, write
