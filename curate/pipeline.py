@@ -59,7 +59,8 @@ class Pool:
 
     `replicas` workers (default: one per GPU the cluster has for a GPU pool, else 1), each
     holding `resources` (a `cu.Resources`, or its fields as keywords: `num_gpus=1`,
-    `memory=8e9`, ...; a dict is taken as Ray's custom resources)."""
+    `memory=8e9`, ...; a dict is taken as Ray's custom resources). Without `resources`, the
+    class's own `default_resources` (see `Resources.declared`) are the base the keywords change."""
 
     def __init__(self, cls: Any, init: dict | None = None, replicas: int | None = None, *,
                  name: str | None = None, resources: Resources | dict | None = None, where: str = "",
@@ -68,7 +69,8 @@ class Pool:
         self.init = dict(init or {}) if isinstance(init, dict) or init is None else init
         self.replicas = replicas
         self.name = name
-        self.resources = Resources.of(resources, **resource_options)
+        self.resources = Resources.of(Resources.declared(cls, self.init if isinstance(self.init, dict) else {}) if resources is None else resources,
+                                      **resource_options)
         self.where = where or _caller()
 
     def stage(self, method: str = "__call__", *, batch_size: int = defaults.DEFAULT_BATCH_SIZE,
@@ -115,10 +117,12 @@ def stage(fn_or_class: Any, *, init: dict | None = None, batch_size: int = defau
     on one batch: past it the attempt fails (retried, then FAILED with cause kind `timeout`).
     Each of its `replicas` workers holds `resources`: a `cu.Resources`, or its fields as
     keywords (`num_cpus=0.25` (the default), `num_gpus=1`, `memory=`, `accelerator_type=`,
-    `runtime_env=`; `resources={"accel": 1}` is Ray's custom resources)."""
-    return Stage(fn_or_class, init=dict(init or {}) if isinstance(init, dict) or init is None else init,
-                 batch_size=batch_size, replicas=replicas, retries=retries,
-                 resources=Resources.of(resources, **resource_options), name=name, where=_caller(),
+    `runtime_env=`; `resources={"accel": 1}` is Ray's custom resources). Without `resources`,
+    the stage's own `default_resources` (see `Resources.declared`) are the base they change."""
+    init = dict(init or {}) if isinstance(init, dict) or init is None else init
+    base = Resources.declared(fn_or_class, init if isinstance(init, dict) else {}) if resources is None else resources
+    return Stage(fn_or_class, init=init, batch_size=batch_size, replicas=replicas, retries=retries,
+                 resources=Resources.of(base, **resource_options), name=name, where=_caller(),
                  timeout_s=timeout_s)
 
 

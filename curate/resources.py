@@ -50,6 +50,22 @@ class Resources:
         given = {k: (dict(v) if k == CUSTOM and v is not None else v) for k, v in options.items()}
         return dataclasses.replace(base, **given) if given else base
 
+    @classmethod
+    def declared(cls, target: Any, init: Mapping | None = None) -> Resources:
+        """What a stage class or function declares each worker holds by default: its
+        `default_resources` attribute, a mapping of field -> value or a callable taking the
+        stage's init dict and giving one (when it depends on an option, such as a model
+        backend's engine or device). The fields a stage or pool is given replace these."""
+        decl = getattr(target, "default_resources", None)
+        if callable(decl):
+            decl = decl(dict(init or {}))
+        if not decl:
+            return cls()
+        try:
+            return cls.of(None, **dict(decl))
+        except TypeError as exc:
+            raise TypeError(f"{getattr(target, '__name__', target)}.default_resources: {exc}") from None
+
     @property
     def uses_gpu(self) -> bool:
         return _number(self.num_gpus) and self.num_gpus > 0

@@ -103,3 +103,41 @@ input: {paths: [x.txt]}
     assert plan.pools[1].resources == cu.Resources(num_gpus=0.5, memory=2000000000, accelerator_type="H100",
                                                    resources={"accel": 1})
     assert plan.pools[1].replicas is None  # a GPU pool: one worker per GPU, counted on the cluster
+
+
+class _Backend:
+    """A backend that declares what its workers hold, by engine."""
+
+    @staticmethod
+    def default_resources(init):
+        return {"num_gpus": 1, "num_cpus": 1} if init.get("engine") == "gpu" else {"num_cpus": 0.5}
+
+    def __call__(self, batch):
+        return batch
+
+
+def _echo(batch):
+    return batch
+
+
+_echo.default_resources = {"memory": 2e9}
+
+
+def test_a_stage_declares_its_default_resources_and_given_fields_replace_them():
+    assert cu.Pool(_Backend).resources == cu.Resources(num_cpus=0.5)
+    assert cu.Pool(_Backend, init={"engine": "gpu"}).resources == cu.Resources(num_cpus=1, num_gpus=1)
+    # a keyword replaces one declared field and keeps the others; a whole value replaces all
+    assert cu.Pool(_Backend, init={"engine": "gpu"}, num_cpus=0.25).resources == cu.Resources(num_cpus=0.25, num_gpus=1)
+    assert cu.Pool(_Backend, resources=cu.Resources(num_cpus=2)).resources == cu.Resources(num_cpus=2)
+    assert cu.stage(_Backend, init={"engine": "gpu"}).resources.num_gpus == 1
+    assert cu.stage(_echo).resources == cu.Resources(memory=2e9)
+    assert cu.stage(_echo, memory=1e9).resources == cu.Resources(memory=1e9)
+    assert cu.stage(lambda b: b).resources == cu.Resources()  # nothing declared: the defaults
+
+
+def test_a_bad_declared_resource_names_the_stage():
+    class Bad:
+        default_resources = {"gpus": 1}
+
+    with pytest.raises(TypeError, match=r"Bad.default_resources: unknown resource option\(s\) 'gpus'"):
+        cu.Pool(Bad)
