@@ -161,7 +161,7 @@ class TextLine:
 @dataclass(frozen=True, slots=True)
 class RegionText:
     """A region's text as OCR read it, line by line: the reduce of its `TextLine`s (see
-    `curate.models.rapidocr.join_lines`), joined back onto the region by `with_text`."""
+    `curate.modalities.pdf.ocr.join_lines`), joined back onto the region by `with_text`."""
 
     text: str
     score: float | None = None  # mean confidence of the lines kept; None when none was
