@@ -1,7 +1,7 @@
 """The PDF modality's domains and records: Document -> Page -> Region (-> Line, for OCR).
 
-Records are frozen and check themselves (STYLE 3); derive new ones with `dataclasses.replace`.
-They carry paths and numbers until the stage that needs pixels renders them (STYLE 17): a page
+Records are frozen and check themselves; derive new ones with `dataclasses.replace`.
+They carry paths and numbers until the stage that needs pixels renders them: a page
 knows its file and index and how to render itself, and its image travels only from the render
 stage to the model that reads it, already sized for that model. A page's number is its lineage
 ordinal (`Page.index` is the same number, kept because a worker needs it to open the page).
