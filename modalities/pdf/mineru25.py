@@ -67,38 +67,29 @@ class MinerU25:
 
     def layout(self, pages: list) -> list:
         """Per page: its regions in reading order, those to read with their crop; or an ItemFailure."""
-        results: list = [None] * len(pages)
-        todo = []
-        for i, page in enumerate(pages):
-            try:
-                todo.append((i, _page_image(page)))
-            except cu.InputError as exc:
-                results[i] = cu.ItemFailure(exc)
-        if todo:
-            start = time.perf_counter()
-            found = self.vlm.layout_blocks([page.image for _, page in todo])
-            share = (time.perf_counter() - start) / len(todo)
-            for (i, page), blocks in zip(todo, found, strict=True):
-                results[i] = self._regions(page, blocks, share)
-        return results
+        checked = [_guard(_page_image, page) for page in pages]
+        good = [page for page in checked if not isinstance(page, cu.ItemFailure)]
+        if not good:
+            return checked
+        start = time.perf_counter()
+        found = iter(self.vlm.layout_blocks([page.image for page in good]))
+        share = (time.perf_counter() - start) / len(good)
+        out = []
+        for page in checked:
+            blocks = page if isinstance(page, cu.ItemFailure) else next(found)
+            out.append(blocks if isinstance(blocks, cu.ItemFailure) else self._regions(page, blocks, share))
+        return out
 
     def content(self, regions: list) -> list:
         """Per region: its content (text; a table as HTML; a formula as LaTeX; "" where MinerU reads
         nothing, as a figure without image_analysis), or an ItemFailure."""
-        results: list = [None] * len(regions)
-        todo = []
-        for i, region in enumerate(regions):
-            try:
-                crop = _crop(region)
-            except cu.InputError as exc:
-                results[i] = cu.ItemFailure(exc)
-                continue
-            if crop is None:
-                results[i] = ""
-            else:
-                todo.append((i, {"image": crop, "type": BLOCK_OF.get(region.kind, "text")}))
-        for (i, _), text in zip(todo, self.vlm.read_blocks([item for _, item in todo]) if todo else (), strict=True):
-            results[i] = text
+        crops_of = [_guard(_crop, region) for region in regions]
+        results = ["" if crop is None else crop for crop in crops_of]  # no crop: MinerU reads nothing there
+        todo = [(i, {"image": crop, "type": BLOCK_OF.get(regions[i].kind, "text")}) for i, crop in enumerate(crops_of)
+                if crop is not None and not isinstance(crop, cu.ItemFailure)]
+        if todo:
+            for (i, _), text in zip(todo, self.vlm.read_blocks([item for _, item in todo]), strict=True):
+                results[i] = text
         return results
 
     def content_regions(self, regions: list) -> list:
@@ -145,6 +136,14 @@ def page_markdown(items: list) -> list:
     from curate.modalities.pdf.assemble import page_markdown as assemble_page
 
     return assemble_page([(page, list(regions), []) for page, regions in items])
+
+
+def _guard(check, item):
+    """`check(item)`, or the ItemFailure of the InputError it raised."""
+    try:
+        return check(item)
+    except cu.InputError as exc:
+        return cu.ItemFailure(exc)
 
 
 def _page_image(page) -> PageImage:
