@@ -126,7 +126,7 @@ class MinerU25Model:
         return block_type if block_type in self.client.prompts else "[default]"
 
 
-# ---- which blocks become regions, and which are read ------------------------------------------
+# ---- which blocks become regions, and which are read (MinerU's page-level rules) ---------
 def reading_plan(blocks: list, image_analysis: bool) -> list[tuple]:
     """(block, read?) per block that becomes a region, in reading order: MinerU's page-level
     choices of `prepare_for_extract` (captions inside a figure go, containers give way to their
