@@ -99,7 +99,7 @@ def warm_curate(session: cu.Session, recipe) -> tuple[float, float]:
     for _ in range(5):
         res = run_curate(session, recipe, [PDFS / f for f in WARM_FILES])
         startup = res.metrics.startup_s if startup is None else startup
-        pool = next(p for p in res.metrics.pools.values() if any("Mineru4" in c for c in p.calls))
+        pool = next(p for p in res.metrics.pools.values() if any("MinerU4" in c for c in p.calls))
         if all(b > 0 for b in pool.worker_batches):
             break
     small = load_recipe(RECIPE, ["steps.windows.expand.init.window_pages=3"], input_given=True)

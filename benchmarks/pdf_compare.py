@@ -53,8 +53,8 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
     from curate.modalities.pdf.documents import PdfPages
     from curate.modalities.pdf.regions import scan_regions
     from curate.modalities.pdf.render import Render
-    from curate.models.pdf_text import PdfText
-    from curate.models.rapidocr import RapidOcr, join_lines, with_text
+    from curate.modalities.pdf.pdf_text import PdfText
+    from curate.modalities.pdf.ocr import RapidOcr, join_lines, with_text
 
     expand, text, render, ocr = PdfPages(), PdfText(force_ocr=force_ocr), Render(), RapidOcr(threads=1)
     start, pages_done = time.perf_counter(), 0

@@ -1,3 +1,5 @@
-"""Per-modality expanders and reducers: `curate.modalities.pdf` (Document -> Page -> Region),
-and later `curate.modalities.video`. A modality holds domains, frozen records and batched
-stages; it wires nothing (recipes do) and imports only curate's public API."""
+"""Per-modality dataflow: `curate.modalities.pdf` (Document -> Page -> Region) and
+`curate.modalities.video` (Video -> Clip -> Frame). A modality holds domains, frozen records,
+its expanders and reducers, and the stage classes that adapt its records to the model backends
+of `curate.models` (which it may import; they never import it). It wires nothing (recipes do),
+imports only curate's public API, and never imports ray."""

@@ -1,5 +1,6 @@
-"""Deterministic CPU stand-ins for every task: a recipe runs end to end in CI, and a test of
-ordering can check that each result belongs to its item (STYLE 16).
+"""Deterministic CPU stand-ins for the generic tasks (`protocols.TASKS`: layout, ocr, caption):
+a recipe runs end to end in CI, and a test of ordering can check that each result belongs to
+its item.
 
 Each result is derived from its item alone: a digest of the image's pixels (or of its `id`),
 never from the batch, the worker or the clock. So results are the same for every batch size,

@@ -1,10 +1,13 @@
-"""MinerU 4 (mineru 4.x) as a batched stage: PDF page windows to Markdown.
+"""MinerU 4 (mineru 4.x) over PDF files: a run of a file's pages to Markdown.
 
-    mineru = cu.Pool(Mineru4, init={"tier": "flash"}, replicas=2, num_cpus=0.5)
-    parsed = windows.map(mineru.stage("parse"))     # windows: modalities/pdf/windows.py
+    model = MinerU4Model(tier="flash")
+    (parsed,) = model.parse([{"path": "a.pdf", "page_range": "1-64", "ocr_mode": "auto", "label": "a.pdf"}])
 
-Each window is one `mineru.parser` call on its pages (`page_range`), as `mineru.parser.parse`
-does it. The tiers are MinerU's own:
+`parse` (`protocols.PdfParse`) is one `mineru.parser` call per item (a `PdfPart`) on its pages
+(`page_range`), as `mineru.parser.parse` does it; `classify` is MinerU's whole-file verdict
+(text layer or scan) and `render_pages` renders page records of several calls as one document.
+Cutting files into windows and joining them back is the PDF modality's
+(`curate.modalities.pdf.mineru4`, whose `MinerU4` class the recipes name). The tiers are MinerU's own:
 
 - `flash` (the default): the PDF's text layer read by MinerU's native analyzer, on CPU, without
   weights. A file with no usable text layer needs MinerU's OCR models even at this tier.
@@ -14,7 +17,7 @@ does it. The tiers are MinerU's own:
   `server_url` sends the VLM calls of standard/advanced to an OpenAI-compatible server (MinerU's
   `VlmConfig.server_url`; its key from `MINERU_MODEL_VLM_API_KEY`).
 - `api_url`: the whole parse runs on a MinerU API server instead (MinerU's `MinerUApiParser`:
-  a local `mineru-api`, or https://mineru.net/api with `MINERU_API_KEY`), window by window.
+  a local `mineru-api`, or https://mineru.net/api with `MINERU_API_KEY`), item by item.
 
 Only `flash` is tested here (this project's machines have no MinerU weights).
 
@@ -25,12 +28,11 @@ keeps all of them out of the workers' output; give "info" to see them.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 from pathlib import Path
-
-from curate.modalities.pdf.windows import WindowMarkdown, WindowRecord, read_pdf_bytes
 
 import curate as cu
 from curate.deps import require
@@ -40,17 +42,19 @@ OCR_MODES = ("auto", "txt", "ocr")
 QUIET = "error"  # MinerU's loguru level in the workers: its per-call INFO lines are noise in a batch job
 CHATTY_LIBRARIES = ("pypdf", "pypdfium2")  # std-logging loggers under MinerU, held to the same level
 # Modules MinerU imports on its first parse; importing them in __init__ puts that cost in the
-# worker's start-up (reported apart) instead of its first window.
+# worker's start-up (reported apart) instead of its first call.
 WARM_MODULES = ("mineru.backend.analysis.pdf.pipeline", "mineru.backend.postprocess.document", "mineru.render",
                 "docvortex.analyzers.native.pdf.pipeline", "docvortex.render._internal.markdown.renderer")
 # Where a failure means "MinerU could not get its models", not "the file is bad".
 MODEL_FETCH_MODULES = ("modelscope", "modelscope_hub", "huggingface_hub", "requests", "urllib3")
 
 
-class Mineru4:
-    """One MinerU 4 parser per worker; `parse` turns page windows into Markdown."""
+class MinerU4Model:
+    """One MinerU 4 parser per worker; `parse` turns runs of a PDF's pages into Markdown."""
 
     requires = ("mineru",)  # checked before a run starts (curate.deps.check_installed)
+    # the engine's default worker (curate.defaults.DEFAULT_NUM_CPUS); the bundled recipe gives 0.5
+    default_resources: dict = {}
 
     def __init__(self, tier: str = "flash", ocr_mode: str = "auto", model: str | None = None,
                  server_url: str | None = None, api_url: str | None = None, device: str | None = None,
@@ -95,58 +99,66 @@ class Mineru4:
         return parser_module.MinerUParser(tier=self.tier, parse_mode=mode, image_analysis=image_analysis,
                                           vlm_config=vlm)
 
-    def parse(self, windows: list[WindowRecord]) -> list[WindowMarkdown | cu.ItemFailure]:
-        """Per window: its Markdown (and its pages in MinerU's format when its document has
-        several windows), or an ItemFailure whose cause names the file and pages."""
-        return [self._one(w) for w in windows]
+    def parse(self, parts: list) -> list:
+        """Per `PdfPart`: its `ParsedPdf` (Markdown, and its kept pages in MinerU's format when
+        asked), or an ItemFailure whose cause names the part (`label`)."""
+        return [self._one(part) for part in parts]
 
     __call__ = parse
 
-    def _one(self, window: WindowRecord) -> WindowMarkdown | cu.ItemFailure:
-        if not isinstance(window, WindowRecord):
-            return cu.ItemFailure(cu.InputError(f"Mineru4.parse takes a WindowRecord, got {type(window).__name__}; "
-                                                "split documents with curate.modalities.pdf.windows:SplitWindows"))
-        # The user's ocr_mode wins; "auto" takes the whole document's verdict where the split
-        # made one, since MinerU's own would look only at this window's pages.
-        mode = self.ocr_mode if self.ocr_mode != "auto" else (window.classified_as or "auto")
+    def _one(self, part: dict):
         started = time.perf_counter()
         try:
-            result = self._call(window, mode)
-        except Exception as exc:  # noqa: BLE001 (MinerU raises many types; each is this window's failure)
-            return cu.ItemFailure(_cause(window, exc))
-        return _window_markdown(window, result, self.tier, time.perf_counter() - started)
+            result = self._call(part)
+        except Exception as exc:  # noqa: BLE001 (MinerU raises many types; each is this part's failure)
+            return cu.ItemFailure(_cause(part["label"], exc))
+        seconds = time.perf_counter() - started
+        middle = result.middle_json
+        pages_json = None
+        if part.get("with_pages"):
+            middle.pages = [p for p in middle.pages if p.page_idx >= part.get("keep_from", 0)]  # our own copy
+            # to_dict keeps the images (ParseResult.to_dict would drop them)
+            pages_json = json.dumps(middle.to_dict(skip_defaults=True), ensure_ascii=False)
+        markdown = result.markdown()
+        parse_mode = (middle.extensions.get("mineru") or {}).get("parse_mode")
+        return {"markdown": markdown, "pages_json": pages_json, "parse_mode": parse_mode, "seconds": seconds}
 
-    def _call(self, window: WindowRecord, mode: str):
-        parser = self._parsers[mode]
-        if window.password is None:
-            return parser.parse(window.path, page_range=window.page_range)
+    def _call(self, part: dict):
+        parser = self._parsers[part.get("ocr_mode", self.ocr_mode)]
+        if part.get("data") is None:
+            return parser.parse(part["path"], page_range=part.get("page_range", ""))
         import tempfile  # MinerU opens paths and takes no password: parse a decrypted scratch copy
 
         with tempfile.TemporaryDirectory(prefix="curate-mineru4-") as scratch:
-            copy = Path(scratch) / Path(window.path).name
-            copy.write_bytes(read_pdf_bytes(window.path, window.password))
-            return parser.parse(copy, page_range=window.page_range)
+            copy = Path(scratch) / Path(part["path"]).name
+            copy.write_bytes(part["data"])
+            return parser.parse(copy, page_range=part.get("page_range", ""))
 
 
-def _window_markdown(window: WindowRecord, result, tier: str, seconds: float) -> WindowMarkdown:
-    """The window's own pages (context pages dropped) as Markdown, plus MinerU's page records
-    when the document has other windows to be rendered with."""
-    middle = result.middle_json
-    pages_json = None
-    if not window.whole:
-        import json
+def classify(data: bytes) -> str:
+    """MinerU's own whole-document verdict on a PDF's bytes, "txt" (usable text layer) or "ocr",
+    as its `ocr_mode: auto` takes it (mineru.backend.analysis.pdf.pipeline: PDFDocument(bytes).classify())."""
+    require("mineru", "classifying a PDF the way MinerU 4 does")
+    # docvortex is MinerU 4's PDF layer, installed with it
+    from docvortex.document.pdf import PDFDocument
 
-        middle.pages = [p for p in middle.pages if p.page_idx >= window.first_page]  # our own copy
-        # to_dict keeps the images (ParseResult.to_dict would drop them)
-        pages_json = json.dumps(middle.to_dict(skip_defaults=True), ensure_ascii=False)
-    markdown = result.markdown()
-    parse_mode = (middle.extensions.get("mineru") or {}).get("parse_mode")
-    route = "layout" if tier != "flash" else ("ocr" if parse_mode == "ocr" else "text_layer")
-    return WindowMarkdown(markdown, window.pages, len(markdown), route, round(seconds, 3), pages_json)
+    with PDFDocument(data) as doc:
+        return doc.classify()
 
 
-def _cause(window: WindowRecord, exc: Exception):
-    """A failed window's cause: the file and pages, what MinerU said, and the fix."""
+def render_pages(middles: list[str]) -> str:
+    """Render pages of several calls (MiddleJson dicts as JSON, in order) as one MinerU document."""
+    require("mineru", "joining MinerU 4 windows")
+    from mineru.render import render_markdown
+    from mineru.types import MiddleJson
+
+    parts = [json.loads(m) for m in middles]
+    whole = dict(parts[0], pages=[page for part in parts for page in part["pages"]], is_full_document=True)
+    return render_markdown(MiddleJson.from_dict(whole))
+
+
+def _cause(label: str, exc: Exception):
+    """A failed part's cause: the file and pages, what MinerU said, and the fix."""
     what = f"{type(exc).__name__}: {exc}".strip()
     if len(what) > 300:
         what = what[:297] + "..."
@@ -155,8 +167,8 @@ def _cause(window: WindowRecord, exc: Exception):
         chain.append(type(e).__module__.split(".")[0])
         e = e.__cause__ or e.__context__
     if any(m in MODEL_FETCH_MODULES for m in chain):
-        return (f"{window}: MinerU needs its models for these pages (no usable text layer, or a tier "
-                f"above flash) and could not fetch them ({what}); give Mineru4 init model: DIR (a MinerU "
+        return (f"{label}: MinerU needs its models for these pages (no usable text layer, or a tier "
+                f"above flash) and could not fetch them ({what}); give MinerU4 init model: DIR (a MinerU "
                 "model root, e.g. from `mineru-models-download`), or let MinerU download them")
-    return cu.InputError(f"{window}: MinerU 4 could not parse it ({what}); check that the file opens in a "
+    return cu.InputError(f"{label}: MinerU 4 could not parse it ({what}); check that the file opens in a "
                          "PDF viewer, or repair it (qpdf in.pdf out.pdf)")

@@ -1,6 +1,7 @@
 """`import curate` stays light: no Ray, torch, Arrow, media or model library loads until a stage
 needs it. Checked in a fresh interpreter, since this test process may already hold them. And
-models/ and modalities/ import only curate's public API, never Ray (read from their source)."""
+models/ and modalities/ import only curate's public API, never Ray, and models/ never imports
+modalities/ (read from their source)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,9 @@ def test_heavy_matches_top_level_packages_only():
 REPO = Path(__file__).resolve().parent.parent
 LAYERS = {"models": "curate.models", "modalities": "curate.modalities"}  # repo folder -> package
 PUBLIC = ("curate", "curate.deps", "curate.errors")
-LAYER_PACKAGES = tuple(LAYERS.values())  # models and modalities may use each other
+LAYER_PACKAGES = tuple(LAYERS.values())  # modalities may use models; models never use modalities
+# package -> the layers it must not import: a backend works on plain items, a modality adapts records to it
+BELOW = {"curate.models": ("curate.modalities",)}
 # Heavy at module level in a layer file, beyond HEAVY: model runtimes a backend loads in __init__.
 HEAVY_AT_IMPORT = HEAVY + ("PIL", "onnxruntime", "rapidocr", "rapidocr_onnxruntime", "paddleocr", "scipy",
                            "timm", "tokenizers", "safetensors", "huggingface_hub")
@@ -123,6 +126,11 @@ def _imports(tree: ast.AST, package: str):
     return out
 
 
+def _below(package: str) -> tuple[str, ...]:
+    """The layers `package` (or the layer above it) must not import."""
+    return next((v for k, v in BELOW.items() if package == k or package.startswith(k + ".")), ())
+
+
 def import_problems(root: Path, package: str, curate_dir: Path = REPO / "curate") -> list[str]:
     """Every import in the layer folder `root` (installed as `package`) that breaks the rules,
     as `FILE:LINE: what; fix`, FILE relative to root's parent."""
@@ -135,6 +143,10 @@ def import_problems(root: Path, package: str, curate_dir: Path = REPO / "curate"
             if first == "ray":
                 problems.append(f"{where}:{line}: imports {module}; {package} never imports ray: a recipe "
                                 "or an example wires stages, and the engine runs them on Ray")
+            elif any(module == b or module.startswith(b + ".") for b in _below(package)):
+                problems.append(f"{where}:{line}: imports {module}; {package} never imports "
+                                f"{' or '.join(_below(package))}: a backend takes plain items (images, text, "
+                                "paths), and the modality's stage class adapts its records to them")
             elif first == "curate":
                 inside = module in PUBLIC or any(module == p or module.startswith(p + ".") for p in LAYER_PACKAGES)
                 bad = [] if inside else [module]
@@ -182,6 +194,24 @@ def test_the_import_rule_names_each_offending_file_and_line(tmp_path):
     assert "numpy at module level" in problems[0] and "curate.core.outcome, a curate internal" in problems[1]
     assert "curate.core, a curate internal" in problems[2] and "curate.executors" in problems[3]
     assert "imports ray" in problems[4]
+
+
+def test_models_never_import_modalities(tmp_path):
+    layer = tmp_path / "models"
+    layer.mkdir()
+    (layer / "__init__.py").write_text("")
+    (layer / "ocr.py").write_text(
+        "from curate.models.protocols import Ocr\n"            # 1: fine
+        "from curate.modalities.pdf.records import PageImage\n"  # 2: the wrong way
+        "def f():\n"
+        "    import curate.modalities.pdf.order\n")              # 4: inside a function too
+    problems = import_problems(layer, "curate.models")
+    assert [p.split(": ", 1)[0] for p in problems] == ["models/ocr.py:2", "models/ocr.py:4"], problems
+    assert all("never imports curate.modalities" in p for p in problems)
+    modality = tmp_path / "modalities"
+    modality.mkdir()
+    (modality / "ocr.py").write_text("from curate.models.rapidocr import RapidOcrModel\n")  # the right way
+    assert import_problems(modality, "curate.modalities") == []
 
 
 def _backend_modules() -> list[str]:

@@ -32,8 +32,8 @@ from curate.modalities.pdf.records import (
     RegionRecord,
     render_scale,
 )
-from curate.models import mineru25
-from curate.models.mineru25 import MinerU25
+from curate.modalities.pdf import mineru25
+from curate.modalities.pdf.mineru25 import MinerU25
 
 import curate as cu
 
@@ -163,7 +163,7 @@ def test_the_tiny_checkpoint_has_the_real_ones_architecture_and_files(tiny_model
 
 
 def test_importing_the_backend_loads_no_model_library():
-    probe = ("import sys, json; import curate.models.mineru25, curate.modalities.pdf.crops; "
+    probe = ("import sys, json; import curate.models.mineru25, curate.modalities.pdf.mineru25, curate.modalities.pdf.crops; "
              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        timeout=60, check=True).stdout)

@@ -1,4 +1,4 @@
-"""MinerU 4 through curate (models/mineru4.py, modalities/pdf/windows.py, the bundled recipe
+"""MinerU 4 through curate (models/mineru4.py, modalities/pdf/mineru4.py, the bundled recipe
 pdf_to_markdown_mineru4) against `mineru.parser.parse(path, tier="flash").markdown()` run here
 natively on the same born-digital files: token F1 >= 0.99 per file, identical text for files that
 fit in one window; bad inputs are FAILED rows with causes while the rest complete; a long file's
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from curate.modalities.pdf.records import Document, DocumentMarkdown
-from curate.modalities.pdf.windows import (
+from curate.modalities.pdf.mineru4 import (
+    MinerU4,
     SplitWindows,
     Window,
     WindowMarkdown,
@@ -23,7 +23,7 @@ from curate.modalities.pdf.windows import (
     open_pdf,
     split_pages,
 )
-from curate.models.mineru4 import Mineru4
+from curate.modalities.pdf.records import Document, DocumentMarkdown
 from pdf_tokens import counts_f1
 
 import curate as cu
@@ -57,7 +57,7 @@ def build_pipeline(window_pages: int = WINDOW_PAGES) -> cu.Pipeline:
     pipe = cu.Pipeline(Document)
     windows = pipe.source.expand(cu.stage(SplitWindows, init={"window_pages": window_pages}, batch_size=8),
                                  into=Window)
-    mineru = cu.Pool(Mineru4, init={"tier": "flash"}, replicas=2, num_cpus=0.5)
+    mineru = cu.Pool(MinerU4, init={"tier": "flash"}, replicas=2, num_cpus=0.5)
     parsed = windows.map(mineru.stage("parse"))
     pipe.output("documents", parsed.reduce(join_windows))
     pipe.output("windows", parsed)
@@ -125,7 +125,7 @@ def test_missing_empty_and_encrypted_files_say_how_to_fix(tmp_path):
 
 
 def test_a_window_mineru_cannot_parse_fails_alone_naming_its_file():
-    model = Mineru4()
+    model = MinerU4()
     good = WindowRecord(str(PDFS / SMALL[0]), 0, 0, 1)
     bad = WindowRecord(str(PDFS / "docling_not_a_pdf.pdf"), 0, 0, 1)  # split would refuse it: a race
     out = model.parse([bad, good])
@@ -136,7 +136,7 @@ def test_a_window_mineru_cannot_parse_fails_alone_naming_its_file():
 def test_an_encrypted_file_parses_with_its_password():
     windows = SplitWindows(passwords=["guess", "openpassword"])([str(PDFS / "pypdf_encrypted_pw_openpassword.pdf")])[0]
     assert [(w.first_page, w.last_page, w.password) for w in windows] == [(0, 0, "openpassword")]
-    (doc,) = join_windows([Mineru4().parse(windows)])
+    (doc,) = join_windows([MinerU4().parse(windows)])
     assert doc.markdown.startswith("Lorem ipsum dolor sit amet")
 
 
@@ -179,7 +179,7 @@ def test_records_check_themselves():
     with pytest.raises(ValueError, match="window_pages"):
         SplitWindows(window_pages=0)
     with pytest.raises(ValueError, match="tier"):
-        Mineru4(tier="turbo")
+        MinerU4(tier="turbo")
 
 
 # ---- the bundled recipe, on Ray --------------------------------------------------------------
@@ -201,7 +201,7 @@ def test_recipe_on_ray_matches_native(ray_cluster, native):
 
 
 def test_importing_the_backend_loads_no_pdf_library():
-    probe = ("import sys; import curate.models.mineru4, curate.modalities.pdf.windows; "
+    probe = ("import sys; import curate.models.mineru4, curate.modalities.pdf.mineru4; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mineru', 'pypdfium2', 'docvortex')))")
     out = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

@@ -153,3 +153,33 @@ def test_the_protocols_module_documents_every_task():
     assert all(w in doc for w in ("(H, W, 3)", "uint8", "PIL", "image", "frames", "prompt", "ItemFailure"))
     for task, proto in TASKS.items():
         assert getattr(proto, task).__doc__, task
+
+
+# ---- the real backends: their tasks, what they need -------------------------------------------------
+def test_each_backend_serves_its_tasks_protocols_and_declares_what_it_needs():
+    """Read from the classes (no model loads): every task a backend serves has a documented protocol,
+    the PDF stage classes forward their backend's needs, and MinerU 2.5 sizes its worker per engine."""
+    from curate.modalities.pdf.mineru4 import MinerU4
+    from curate.modalities.pdf.mineru25 import MinerU25
+    from curate.modalities.pdf.ocr import RapidOcr
+    from curate.models.mineru4 import MinerU4Model
+    from curate.models.mineru25 import MinerU25Model
+    from curate.models.rapidocr import RapidOcrModel
+
+    from curate.defaults import DEFAULT_NUM_CPUS
+    from curate.resources import Resources
+
+    served = {RapidOcrModel: ("detect_text", "detect_lines", "read_lines"),
+              MinerU25Model: ("layout_blocks", "read_blocks"), MinerU4Model: ("parse",)}
+    for cls, tasks in served.items():
+        for task in tasks:
+            assert issubclass(cls, protocols.PROTOCOLS[task]) and getattr(protocols.PROTOCOLS[task], task).__doc__
+    assert set(protocols.TASKS.items()) <= set(protocols.PROTOCOLS.items())
+    for stage, model in ((RapidOcr, RapidOcrModel), (MinerU25, MinerU25Model), (MinerU4, MinerU4Model)):
+        for init in ({}, {"engine": "vllm-engine"}):
+            assert Resources.declared(stage, init) == Resources.declared(model, init), stage
+    assert MinerU25.requires({"engine": "http-client"}) == ("mineru_vl_utils",)
+    assert Resources.declared(MinerU25, {"engine": "vllm-engine"}).num_gpus == 1
+    for init in ({}, {"engine": "transformers"}, {"engine": "http-client"}):  # what tests and --set get today
+        assert Resources.declared(MinerU25, init) == Resources.declared(RapidOcr, {}) == Resources()
+    assert Resources().num_cpus == DEFAULT_NUM_CPUS and Resources().num_gpus == 0

@@ -14,7 +14,8 @@ from curate.modalities.pdf.documents import PdfPages
 from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord, RegionText, TextLine
 from curate.modalities.pdf.render import Render
 from curate.models.protocols import Ocr
-from curate.models.rapidocr import RapidOcr, _image_of, join_lines, lines_to_text, with_text
+from curate.modalities.pdf.ocr import RapidOcr, join_lines, lines_to_text, with_text
+from curate.models.rapidocr import image_of as _image_of
 from pdf_samples import REAL
 from pdf_tokens import f1
 from PIL import Image
@@ -43,7 +44,7 @@ def typeset() -> np.ndarray:
 
 
 class Clock:
-    """A stand-in for `time` in curate.models.rapidocr: each perf_counter() reading is a second
+    """A stand-in for `time` in curate.modalities.pdf.ocr: each perf_counter() reading is a second
     after the last, so every timed span in it (start, then end) measures exactly 1 s, on any
     machine. What its `seconds` fields add up is then known exactly."""
 
@@ -57,7 +58,7 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    import curate.models.rapidocr as rapidocr
+    import curate.modalities.pdf.ocr as rapidocr
 
     fake = Clock()
     monkeypatch.setattr(rapidocr, "time", fake)

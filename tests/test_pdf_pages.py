@@ -15,7 +15,7 @@ from curate.modalities.pdf.documents import DocumentCache, PdfPages
 from curate.modalities.pdf.records import PageImage, PageRecord, RegionRecord
 from curate.modalities.pdf.render import Render
 from curate.modalities.pdf.regions import scan_regions
-from curate.models.pdf_text import PdfText, route_of
+from curate.modalities.pdf.pdf_text import PdfText, route_of
 from pdf_samples import REAL, scan_pdf, write_pdf, zero_page_pdf
 
 import curate as cu
@@ -150,7 +150,7 @@ def test_a_repaired_pdf_opens_and_reads():
 
 def test_importing_the_pdf_stages_loads_no_heavy_module():
     modules = ["curate.modalities.pdf." + m for m in ("documents", "render", "regions", "assemble", "textlayer", "order")]
-    modules += ["curate.models.pdf_text", "curate.models.rapidocr"]
+    modules += ["curate.modalities.pdf.pdf_text", "curate.modalities.pdf.ocr", "curate.models.rapidocr"]
     probe = ("import importlib, sys\n"
              f"for m in {modules!r}: importlib.import_module(m)\n"
              "print(sorted({n.split('.')[0] for n in sys.modules} & {'pymupdf', 'fitz', 'numpy', 'rapidocr_onnxruntime', "

@@ -53,12 +53,15 @@ class _Step:
         return f"step {self.sid!r}" if self.sid else f"step #{self.path[-1]}"
 
 
+DECLARATIONS = ("requires", "default_resources")  # stage attributes that are not methods
+
+
 class _AnyMethod(type):
     """Metaclass of the stand-in for a stage that did not import: it has every method, so the
     compiler checks the rest of the pipeline without repeating that problem."""
 
     def __getattr__(cls, name: str):
-        if name.startswith("__"):
+        if name.startswith("__") or name in DECLARATIONS:  # a stand-in declares nothing
             raise AttributeError(name)
         return lambda self, batch: batch
 

@@ -2,7 +2,7 @@
 
 A layout stage holds the page image; the content step (OCR, a VLM's recognition) needs only each
 region's pixels. So the layout stage cuts them (`cut`, `region_crop`), puts them in the region's
-`crop`, and the page image goes no further (STYLE 17). The rules are mineru-vl-utils' (its
+`crop`, and the page image goes no further. The rules are mineru-vl-utils' (its
 `MinerUClientHelper.prepare_for_extract` and `resize_by_need`), so that a region read from its
 crop gives what MinerU's own two-step extraction gives for that block:
 

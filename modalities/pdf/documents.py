@@ -4,7 +4,7 @@
 passwords it was given, and returns one `PageRecord` per page: where the page is (path and
 index), its size and rotation and the scale to render it at (`render_scale`: 200 dpi, long side
 at most 3,500 px). No text and no pixels: a 3,000-page PDF becomes 3,000 records of a few
-hundred bytes, and the per-page stages (`curate.models.pdf_text`, `render`) reopen the file
+hundred bytes, and the per-page stages (`pdf_text`, `render`) reopen the file
 where they run. A document that cannot be read is one `ItemFailure` with an `InputError` that
 names the file and says how to fix it: missing or unreadable, not a PDF, damaged beyond what
 MuPDF recovers, encrypted (no password given worked), or without pages. A damaged file that

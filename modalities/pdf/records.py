@@ -1,7 +1,7 @@
 """The PDF modality's domains and records: Document -> Page -> Region (-> Line, for OCR).
 
-Records are frozen and check themselves (STYLE 3); derive new ones with `dataclasses.replace`.
-They carry paths and numbers until the stage that needs pixels renders them (STYLE 17): a page
+Records are frozen and check themselves; derive new ones with `dataclasses.replace`.
+They carry paths and numbers until the stage that needs pixels renders them: a page
 knows its file and index and how to render itself, and its image travels only from the render
 stage to the model that reads it, already sized for that model. A page's number is its lineage
 ordinal (`Page.index` is the same number, kept because a worker needs it to open the page).
@@ -161,7 +161,7 @@ class TextLine:
 @dataclass(frozen=True, slots=True)
 class RegionText:
     """A region's text as OCR read it, line by line: the reduce of its `TextLine`s (see
-    `curate.models.rapidocr.join_lines`), joined back onto the region by `with_text`."""
+    `curate.modalities.pdf.ocr.join_lines`), joined back onto the region by `with_text`."""
 
     text: str
     score: float | None = None  # mean confidence of the lines kept; None when none was

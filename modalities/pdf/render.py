@@ -1,5 +1,5 @@
-"""Pages -> pixels, for the models that read them (STYLE 17: pixels are made where they are
-needed, already sized, and cross the object store once).
+"""Pages -> pixels, for the models that read them: pixels are made where they are needed,
+already sized, and cross the object store once.
 
 `Render` (a class stage: each worker keeps its last few opened documents in a small LRU) turns
 a `PageRecord` into a `PageImage` (`__call__`), or a page and one of its regions into that

@@ -9,9 +9,9 @@ A page goes one of three ways (`route_of`):
   judged and are kept as they are: a title page with one word, a Japanese page of 8 characters):
     - more than `MAX_BAD_FRACTION` of them are U+FFFD (a glyph without a Unicode mapping),
       private-use code points (a font's own encoding) or control characters, or
-    - fewer than `MIN_ALNUM_FRACTION` of them are letters or digits (any script). The lowest
-      ratio among the real born-digital pages of ../shared/data/pdfs is 0.39 (a table of contents
-      with dot leaders); broken encodings that map glyphs onto symbols sit far below it.
+    - fewer than `MIN_ALNUM_FRACTION` of them are letters or digits (any script). Real
+      born-digital pages sit well above it (a table of contents with dot leaders is the lowest:
+      docs/benchmarks.md); broken encodings that map glyphs onto symbols sit far below it.
 - **ocr**: no text at all on a page that shows something (an image, or more vector paths than
   a few rules: text drawn as outlines), a garbage text layer, or a scan: images cover at least
   `SCAN_IMAGE_COVER` of the page and the text layer has fewer than `SCAN_MIN_ALNUM` letters or
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 MIN_SAMPLE_CHARS = 20  # non-space characters needed before a text layer can be called garbage
 MAX_BAD_FRACTION = 0.2  # U+FFFD + private use + controls; the real pages here have at most 0.011
-MIN_ALNUM_FRACTION = 0.25  # letters and digits; the real pages here have at least 0.39 (dot leaders)
+MIN_ALNUM_FRACTION = 0.25  # letters and digits: below every real born-digital page tried (docs/benchmarks.md)
 SCAN_IMAGE_COVER = 0.5  # images over half the page: it is a scan (or a full-page picture)
 SCAN_MIN_ALNUM = 50  # ...and so little text on it is a stamp or a page number, not its text
 BLANK_MAX_DRAWINGS = 8  # vector paths a blank page may have (rules, a frame); outlined text has hundreds

@@ -1,65 +1,40 @@
-"""Page windows: a PDF splits into runs of consecutive pages that parse in parallel, and the
-windows' results join back into the document's Markdown, in window order.
+"""MinerU 4 on PDF files, in page windows: a PDF splits into runs of consecutive pages
+(`SplitWindows`), each parsed by MinerU 4 on its own worker (`MinerU4`, holding
+`curate.models.mineru4`), and the windows' results render back into the document's Markdown,
+in window order, as one MinerU call on the whole file would (`join_windows`).
 
     Window = Document.child("window")
     windows = docs.expand(cu.stage(SplitWindows, init={"window_pages": 64}), into=Window)
-    parsed = windows.map(mineru.stage("parse"))            # models/mineru4.py: WindowMarkdown
+    parsed = windows.map(mineru.stage("parse"))            # mineru = cu.Pool(MinerU4, ...)
     documents = parsed.reduce(join_windows)                # DocumentMarkdown per document
 
-`SplitWindows` counts pages with pypdfium2 (the PDF engine MinerU itself opens files with, so a
-file it refuses here MinerU would refuse too) and cuts the document into windows of at most
-`window_pages` pages, of near-equal size. A missing file, a file that is not a PDF, an encrypted
-one without its password and one with no pages are one FAILED document each.
-
-Why the join is a render and not a string join: MinerU 4 joins a document's pages with a blank
-line ("\\n\\n", empty pages skipped; docvortex `render/_internal/markdown/renderer.py`), but
-before that it merges, across pages, a paragraph, list or table that continues from one page to
-the next (`continues_prev`, set by its post-processing from the previous page's last block).
-So each window but the first also reads the page before it (`context_pages`), so that MinerU
-sees whether the window's first block continues the previous window; the worker drops that page
-again and returns its window's pages in MinerU's own page format (`WindowMarkdown.middle`), and
-`join_windows` renders all windows' pages as one document with MinerU's renderer: the same
-cross-page merges, page join and document-wide link targets as one call on the whole file.
-(mineru_demo3_tableformer, 10 pages in 4-page windows: joining the windows' Markdown with "\n\n"
-leaves two paragraphs that cross a window boundary split; this join gives MinerU's Markdown.)
-
-What a window cannot reproduce: MinerU's flash tier also learns from the whole document at once
-(body and heading font profiles, repeated page decorations, the first page). A document that
-fits in one window gives MinerU's Markdown byte for byte; a longer one can differ in which lines
-are headings (`## ` or not) or a caption's place, while its words stay nearly the same (token F1
-against one native call, to 5 decimals: 1.00000 for the 285-page MuPDF book in 64-page windows,
-0.99995 in 32; redp5110_sampled 1.00000 in 6-page windows, 0.99789 in 3; tests/test_mineru4.py).
-
-`ocr_mode: auto` is decided by MinerU per call, from the pages it is given; a window of a text
-PDF can look scanned on its own (pages 3-5 of redp5110_sampled do). So for a document of several
-windows `SplitWindows` classifies the whole file the way MinerU does and each window carries the
-verdict (`WindowRecord.classified_as`).
+Each window but the first also reads the page before it (`context_pages`), so that MinerU sees a
+paragraph or table continue across the window boundary; the worker drops that page again and
+returns its pages in MinerU's own format, which the join renders with MinerU's renderer. For a
+document of several windows `SplitWindows` classifies the whole file the way MinerU does, and
+each window carries the verdict for `ocr_mode: auto`. A document of up to `window_pages` pages
+is one MinerU call; how far longer ones can differ: docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from curate.modalities.pdf.records import ROUTES, Document, DocumentMarkdown
+from curate.models import mineru4 as mineru4_model
+from curate.models.mineru4 import MinerU4Model
 
 import curate as cu
-from curate.deps import require
 from curate.errors import CurateError
 
 Window = Document.child("window")
 
-# Pages per window: MinerU's own processing window (MINERU_PROCESSING_WINDOW_SIZE defaults to 64).
-# Measured on this project's 2-core machine with the 285-page MuPDF book, CPU of the whole process
-# tree against one native call on the file (21.8-23.2 s): each MinerU call re-reads the file and
-# sets up its fonts and document profile, so cutting the book into 64-page windows (5 calls)
-# costs about 12% more work, 16-page windows (18 calls) about 25%; and through curate with two
-# actors (benchmarks/mineru4_vs_native.py, 320 pages) 64 pages ran at 1.35x native pages/s where
-# 16 pages ran at 0.66x. 64 pages still give two workers enough windows of a long book (5 for
-# this one), and every document of up to 64 pages is one window: MinerU's Markdown byte for byte.
+# Pages per window: MinerU's own processing window (MINERU_PROCESSING_WINDOW_SIZE defaults to 64);
+# every document of up to 64 pages is one MinerU call (its Markdown byte for byte), and fewer,
+# larger windows cost less repeated set-up per call (docs/benchmarks.md has the measurements).
 DEFAULT_WINDOW_PAGES = 64
 CONTEXT_PAGES = 1  # pages before a window that MinerU also reads, to see a paragraph or table continue
 
@@ -149,9 +124,50 @@ class SplitWindows:
             return opened
         pages, password = opened
         spans = split_pages(pages, self.window_pages)
-        verdict = classify(path, password) if len(spans) > 1 else None
+        verdict = mineru4_model.classify(read_pdf_bytes(path, password)) if len(spans) > 1 else None
         return [WindowRecord(path, first, last, pages, password, verdict,
                              min(self.context_pages, first)) for first, last in spans]
+
+
+class MinerU4:
+    """One MinerU 4 parser per worker (`MinerU4Model`, its arguments); `parse` turns page windows
+    into `WindowMarkdown`:
+    `mineru = cu.Pool(MinerU4, init={"tier": "flash"}, replicas=2, num_cpus=0.5)`."""
+
+    requires = MinerU4Model.requires  # checked before a run starts (curate.deps.check_installed)
+    default_resources = MinerU4Model.default_resources
+
+    def __init__(self, tier: str = "flash", ocr_mode: str = "auto", model: str | None = None,
+                 server_url: str | None = None, api_url: str | None = None, device: str | None = None,
+                 batch_size: int | None = None, image_analysis: bool = True, log_level: str = mineru4_model.QUIET):
+        self.mineru = MinerU4Model(tier, ocr_mode, model, server_url, api_url, device, batch_size, image_analysis,
+                                   log_level)
+        self.tier, self.ocr_mode, self.model, self.device = tier, ocr_mode, model, device
+
+    def parse(self, windows: list[WindowRecord]) -> list[WindowMarkdown | cu.ItemFailure]:
+        """Per window: its Markdown (and its pages in MinerU's format when its document has
+        several windows), or an ItemFailure whose cause names the file and pages."""
+        return [self._one(w) for w in windows]
+
+    __call__ = parse
+
+    def _one(self, window: WindowRecord) -> WindowMarkdown | cu.ItemFailure:
+        if not isinstance(window, WindowRecord):
+            return cu.ItemFailure(cu.InputError(f"MinerU4.parse takes a WindowRecord, got {type(window).__name__}; "
+                                                "split documents with curate.modalities.pdf.mineru4:SplitWindows"))
+        # The user's ocr_mode wins; "auto" takes the whole document's verdict where the split
+        # made one, since MinerU's own would look only at this window's pages.
+        mode = self.ocr_mode if self.ocr_mode != "auto" else (window.classified_as or "auto")
+        part = {"path": window.path, "page_range": window.page_range, "ocr_mode": mode, "label": str(window),
+                "data": None if window.password is None else read_pdf_bytes(window.path, window.password),
+                "keep_from": window.first_page, "with_pages": not window.whole}
+        (parsed,) = self.mineru.parse([part])
+        if isinstance(parsed, cu.ItemFailure):
+            return parsed
+        markdown = parsed["markdown"]
+        route = "layout" if self.tier != "flash" else ("ocr" if parsed["parse_mode"] == "ocr" else "text_layer")
+        return WindowMarkdown(markdown, window.pages, len(markdown), route, round(parsed["seconds"], 3),
+                              parsed["pages_json"])
 
 
 def split_pages(page_count: int, window_pages: int) -> list[tuple[int, int]]:
@@ -202,18 +218,6 @@ def _unopenable(path: Path, tried_passwords: bool, exc: Exception) -> str:
     return f"{path.name}: a PDF too damaged to open ({exc}); repair it (qpdf in.pdf out.pdf) or re-export it"
 
 
-def classify(path: str, password: str | None = None) -> str:
-    """MinerU's own whole-document verdict, "txt" (usable text layer) or "ocr", as its `ocr_mode:
-    auto` takes it (mineru.backend.analysis.pdf.pipeline: PDFDocument(bytes).classify())."""
-    require("mineru", "classifying a PDF the way MinerU 4 does")
-    # docvortex is MinerU 4's PDF layer, installed with it
-    from docvortex.document.pdf import PDFDocument
-
-    data = read_pdf_bytes(path, password)
-    with PDFDocument(data) as doc:
-        return doc.classify()
-
-
 def read_pdf_bytes(path: str, password: str | None = None) -> bytes:
     """The file's bytes; with a password, a decrypted copy (MinerU takes no password)."""
     if password is None:
@@ -244,21 +248,10 @@ def _join(windows: list[WindowMarkdown]) -> DocumentMarkdown:
     if len(windows) == 1:
         markdown = windows[0].markdown
     elif all(w.middle is not None for w in windows):
-        markdown = render_pages([w.middle for w in windows])
+        markdown = mineru4_model.render_pages([w.middle for w in windows])
     else:  # windows parsed without their pages (a remote MinerU API): MinerU's page join
         markdown = "\n\n".join(w.markdown for w in windows if w.markdown)
     return DocumentMarkdown(markdown, pages, len(markdown), routes)
-
-
-def render_pages(middles: list[str]) -> str:
-    """Render the windows' pages (MiddleJson dicts as JSON, in order) as one MinerU document."""
-    require("mineru", "joining MinerU 4 windows")
-    from mineru.render import render_markdown
-    from mineru.types import MiddleJson
-
-    parts = [json.loads(m) for m in middles]
-    whole = dict(parts[0], pages=[page for part in parts for page in part["pages"]], is_full_document=True)
-    return render_markdown(MiddleJson.from_dict(whole))
 
 
 def _bad(message: str) -> cu.ItemFailure:

@@ -1,4 +1,4 @@
-"""The PDF's own text layer as a backend (no model): the cheap route of PDF -> Markdown.
+"""The PDF's own text layer as a stage (no model): the cheap route of PDF -> Markdown.
 
 `PdfText` serves two Calls from one pool (each worker keeps its last few opened documents):
 

@@ -1,0 +1,152 @@
+"""The OCR route of PDF -> Markdown, for pages whose text layer is missing or garbage: RapidOCR
+(`curate.models.rapidocr`) on rendered pages and region crops, its text in reading order.
+
+`RapidOcr` (a pool class: one RapidOCR model per actor) reads records and serves:
+
+- `ocr(images)`: the `Ocr` protocol, image items -> text. An item is a numpy RGB image, a PIL
+  image, a mapping with `image`, or a record with `image` (a `PageImage`) or `crop` (a
+  `RegionRecord` cut by `Render.crops`).
+- `ocr_regions(regions)`: regions with a `crop` -> the same regions with `content` (the text),
+  `source` "rapidocr", `score` (mean recognition confidence), `crop` dropped and the OCR time
+  added to `seconds`: detection and recognition in one call per region.
+- The same work in two Calls on one pool, as the PDF recipe runs it: `detect_lines(regions)`
+  (an expand: region -> its `TextLine`s, each with its straightened pixels) and
+  `read_lines(lines)` (a map: line -> its text and score). Recognition is most of RapidOCR's
+  time on a scanned page, so reading lines as their own items lets one page's lines spread over
+  every OCR actor, and batches mix the lines of different pages and documents. `join_lines`
+  (the reduce: a region's lines -> `RegionText`) and `with_text` (the region with that text)
+  finish the route and give what `ocr_regions` gives.
+
+Text comes in reading order: the boxes are put in columns and bands (`order.reading_order`),
+boxes that share a line are joined with spaces, lines with a newline, and a vertical gap larger
+than `PARAGRAPH_GAP` line heights (or a new column) starts a paragraph (a blank line). An empty
+or unreadable image is an ItemFailure with an InputError; a page with no text gives "".
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from dataclasses import replace
+
+from curate.modalities.pdf.order import reading_order
+from curate.modalities.pdf.records import RegionRecord, RegionText, TextLine
+from curate.models.rapidocr import RapidOcrModel, image_of
+
+import curate as cu
+
+PARAGRAPH_GAP = 0.8  # a gap between lines above this many line heights starts a paragraph
+LINE_OVERLAP = 0.5  # boxes whose heights overlap by this share of the smaller one share a line
+SOURCE = "rapidocr"
+
+
+class RapidOcr:
+    """RapidOCR on PDF records: `ocr` (image -> text), `ocr_regions` (region -> region), and the
+    recipe's `detect_lines` (region -> lines) and `read_lines` (line -> line)."""
+
+    requires = RapidOcrModel.requires  # checked before a run starts (curate.deps.check_installed)
+    default_resources = RapidOcrModel.default_resources
+
+    def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int | None = None,
+                 threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1):
+        self.ocr_model = RapidOcrModel(model, device, batch_size, threads, text_score, rec_batch_num)
+        self.model, self.device, self.batch_size = model, device, batch_size
+
+    def ocr(self, images: list) -> list:
+        """Per image item: its text in reading order ("" if it shows none), or an ItemFailure."""
+        out = []
+        for item in images:
+            try:
+                out.append(self._read(image_of(item))[0])
+            except cu.InputError as exc:
+                out.append(cu.ItemFailure(exc))
+        return out
+
+    __call__ = ocr
+
+    def ocr_regions(self, regions: list) -> list:
+        """Per region with a crop: the region with its text as content, or an ItemFailure."""
+        out = []
+        for region in regions:
+            try:
+                start = time.perf_counter()
+                text, score = self._read(image_of(region))
+                out.append(replace(region, content=text, source=SOURCE, score=score, crop=None,
+                                   seconds=region.seconds + time.perf_counter() - start))
+            except cu.InputError as exc:
+                out.append(cu.ItemFailure(exc))
+        return out
+
+    def detect_lines(self, regions: list) -> list:
+        """Expand: per region with a crop, its text lines in detection order (`TextLine`s with their
+        pixels; the detection time shared out over them), [] if it shows none, or an ItemFailure."""
+        out = []
+        for region in regions:
+            try:
+                rgb = image_of(region)
+            except cu.InputError as exc:
+                out.append(cu.ItemFailure(exc))
+                continue
+            start = time.perf_counter()
+            found = self.ocr_model.lines(rgb)
+            share = (time.perf_counter() - start) / max(len(found), 1)
+            out.append([TextLine(box=line["box"], crop=line["crop"], seconds=share) for line in found])
+        return out
+
+    def read_lines(self, lines: list[TextLine]) -> list[TextLine]:
+        """Map: per line (of any region, page or document), the line with its text and score and
+        without its pixels. A line scoring under `text_score` gets text "" (RapidOCR drops it)."""
+        if not lines:
+            return []
+        start = time.perf_counter()
+        read = self.ocr_model.read_lines([line.crop for line in lines])
+        share = (time.perf_counter() - start) / len(lines)
+        return [replace(line, crop=None, text=r["text"], score=r["score"], seconds=line.seconds + share)
+                for line, r in zip(lines, read, strict=True)]
+
+    def _read(self, rgb) -> tuple[str, float | None]:
+        boxes = self.ocr_model.read(rgb)
+        if not boxes:
+            return "", None
+        text = lines_to_text([b["box"] for b in boxes], [b["text"] for b in boxes])
+        return text, float(statistics.fmean(b["score"] for b in boxes))
+
+
+def join_lines(groups: list[list[TextLine]]) -> list[RegionText]:
+    """Reduce: per region, its read lines as text in reading order (`RegionText`)."""
+    out = []
+    for lines in groups:
+        kept = [line for line in lines if line.text]
+        text = lines_to_text([line.box for line in kept], [line.text for line in kept])
+        score = float(statistics.fmean(line.score for line in kept)) if kept else None
+        out.append(RegionText(text=text, score=score, lines=len(kept), seconds=sum(line.seconds for line in lines)))
+    return out
+
+
+def with_text(items: list[tuple[RegionRecord, RegionText]]) -> list[RegionRecord]:
+    """Per (region, its RegionText): the region with that text as content, as `ocr_regions` gives it."""
+    return [replace(region, content=read.text, source=SOURCE, score=read.score, crop=None,
+                    seconds=region.seconds + read.seconds) for region, read in items]
+
+
+def lines_to_text(boxes: list[tuple[float, float, float, float]], texts: list[str]) -> str:
+    """OCR boxes and their texts as text in reading order (see the module docstring)."""
+    lines: list[tuple[list[float], list[str]]] = []  # (bounds of the line, its texts)
+    for i in reading_order(boxes):
+        x0, y0, x1, y1 = boxes[i]
+        if lines:
+            (lx0, ly0, lx1, ly1), words = lines[-1]
+            shared = min(ly1, y1) - max(ly0, y0)
+            if x0 >= lx1 - 1 and shared >= LINE_OVERLAP * max(min(ly1 - ly0, y1 - y0), 1e-6):
+                lines[-1] = ([lx0, min(ly0, y0), x1, max(ly1, y1)], words + [texts[i]])
+                continue
+        lines.append(([x0, y0, x1, y1], [texts[i]]))
+    if not lines:
+        return ""
+    height = statistics.median(b[3] - b[1] for b, _ in lines)
+    out = [" ".join(lines[0][1])]
+    for (prev, _), (box, words) in itertools.pairwise(lines):
+        gap = box[1] - prev[3]
+        out.append(("\n\n" if gap > PARAGRAPH_GAP * height or box[1] < prev[1] else "\n") + " ".join(words))
+    return "".join(out).strip()
