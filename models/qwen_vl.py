@@ -30,8 +30,8 @@ output cleanup here are shared:
   '{"image": 32}'`) at `server_url`, chat completions with `image_url` data-URL parts, at most
   `max_concurrency` requests in flight per actor; the actor holds no weights (no GPU).
 
-`model` is a local directory (nothing downloads). `python -m curate.models.testing PATH` writes
-a tiny random one for tests (`curate.models.testing`).
+`model` is a local directory (nothing downloads). `python -m curate.models.tiny_checkpoints PATH` writes
+a tiny random one for tests (`curate.models.tiny_checkpoints`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ DEFAULT_MAX_PIXELS = 448 * 448  # per frame: at most 256 vision tokens (the fram
 DEFAULT_MAX_CONCURRENCY = 16  # requests in flight per actor on the http engine
 HTTP_TIMEOUT_S = 600  # one request: a long generation on a busy server
 DOWNLOAD = ("download it first, e.g. huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct --local-dir "
-            "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.testing "
+            "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.tiny_checkpoints "
             "/tmp/tiny-qwen25vl), then give its path: --set pools.captioner.init.model=/models/Qwen2.5-VL-7B-Instruct")
 
 

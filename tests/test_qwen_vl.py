@@ -1,5 +1,5 @@
 """Qwen2.5-VL captions (curate.models.qwen_vl) on a tiny random checkpoint built offline
-(curate.models.testing, by its command line) and loaded like the real one: the shared parts
+(curate.models.tiny_checkpoints, by its command line) and loaded like the real one: the shared parts
 (items, prompt templates, frame sizing, output cleanup), the transformers engine called directly
 and as two Calls (caption, summarize) of one cu.Pool on the local executor and on Ray, the http
 engine against an OpenAI-compatible server started here (tests/openai_server.py), vLLM where it
@@ -41,11 +41,11 @@ INIT = {"device": "cpu", "max_new_tokens": TOKENS, "summary_max_new_tokens": TOK
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
-    """Built by `python -m curate.models.testing PATH`'s main (in this process: torch loads once)."""
-    from curate.models import testing
+    """Built by `python -m curate.models.tiny_checkpoints PATH`'s main (in this process: torch loads once)."""
+    from curate.models import tiny_checkpoints
 
     path = tmp_path_factory.mktemp("tiny-qwen25vl")
-    assert testing.main([str(path)]) == 0
+    assert tiny_checkpoints.main([str(path)]) == 0
     return str(path)
 
 
@@ -77,13 +77,14 @@ def test_the_tiny_checkpoint_has_the_real_ones_files_and_architecture(tiny_model
 
 
 def test_the_command_line_says_how_to_use_it(capsys):
-    from curate.models import testing
+    from curate.models import tiny_checkpoints
 
-    assert testing.main([]) == 2 and "usage: python -m curate.models.testing PATH" in capsys.readouterr().err
+    assert tiny_checkpoints.main([]) == 2
+    assert "usage: python -m curate.models.tiny_checkpoints PATH" in capsys.readouterr().err
 
 
 def test_importing_the_backend_loads_no_model_library():
-    probe = ("import sys, json; import curate.models.qwen_vl, curate.models.testing; "
+    probe = ("import sys, json; import curate.models.qwen_vl, curate.models.tiny_checkpoints; "
              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        timeout=60, check=True).stdout)
@@ -97,7 +98,7 @@ def test_a_missing_model_says_so_and_how_to_get_one(tmp_path):
             QwenVL(model=model)
         message = str(err.value)
         assert "huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct" in message
-        assert "python -m curate.models.testing" in message and "pools.captioner.init.model=" in message
+        assert "python -m curate.models.tiny_checkpoints" in message and "pools.captioner.init.model=" in message
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(cu.CurateError, match=r"weights \(\*\.safetensors\)"):
         QwenVL(model=str(tmp_path))

@@ -17,7 +17,7 @@ vision tower (embed_dim 32), a byte-level BPE tokenizer (the 256 byte symbols, n
 special tokens above and a few whole-phrase tokens), the chat template, generation_config.json,
 and an image processor whose `max_pixels` keeps every image at 16 vision tokens or fewer (the
 real one allows far more). About 2 s once torch is imported. The tokenizer, config.json's
-layout and the processor files come from curate.models.testing's helpers, shared with its tiny
+layout and the processor files come from curate.models.tiny_checkpoints's helpers, shared with its tiny
 Qwen2.5-VL; the scripted weights are MinerU's own.
 
 `scripted=False` leaves the weights random: the text is random, and the client must survive it.
@@ -47,7 +47,7 @@ import json
 import time
 from pathlib import Path
 
-from curate.models.testing import (
+from curate.models.tiny_checkpoints import (
     QWEN_VL_SPECIALS,
     byte_level,
     qwen_vl_config,
