@@ -79,12 +79,12 @@ def recipe(model: str, extract: bool, replicas: bool = False):
 def sequential(paths: list[str], model: str, extract: bool) -> tuple[int, float]:
     """The recipe's work in a plain loop: (clips captioned, seconds)."""
     from curate.modalities.video.assemble import ClipRows, collect, video_captions
+    from curate.modalities.video.captions import QwenVL
     from curate.modalities.video.extract import ExtractClip
     from curate.modalities.video.filters import ClipFilter, ScoreClips
     from curate.modalities.video.frames import SampleFrames
     from curate.modalities.video.probe import Probe
     from curate.modalities.video.shots import SplitShots
-    from curate.models.qwen_vl import QwenVL
 
     r, steps = recipe(model, extract)
     init = lambda sid, op: steps[sid][op].get("init", {})  # noqa: E731

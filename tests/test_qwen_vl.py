@@ -1,4 +1,4 @@
-"""Qwen2.5-VL captions (curate.models.qwen_vl) on a tiny random checkpoint built offline
+"""Qwen2.5-VL captions (curate.models.qwen_vl, as the recipes use it: curate.modalities.video.captions)
 (curate.models.tiny_checkpoints, by its command line) and loaded like the real one: the shared parts
 (items, prompt templates, frame sizing, output cleanup), the transformers engine called directly
 and as two Calls (caption, summarize) of one cu.Pool on the local executor and on Ray, the http
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from curate.modalities.video import captions
 from curate.modalities.video.assemble import ClipRows
+from curate.modalities.video.captions import QwenVL
 from curate.modalities.video.records import (
     Clip,
     ClipCaption,
@@ -29,7 +31,6 @@ from curate.modalities.video.records import (
 )
 from curate.models import qwen_vl
 from curate.models.protocols import Caption
-from curate.models.qwen_vl import QwenVL
 from PIL import Image
 
 import curate as cu
@@ -85,6 +86,7 @@ def test_the_command_line_says_how_to_use_it(capsys):
 
 def test_importing_the_backend_loads_no_model_library():
     probe = ("import sys, json; import curate.models.qwen_vl, curate.models.tiny_checkpoints; "
+             "import curate.modalities.video.captions; "
              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        timeout=60, check=True).stdout)
@@ -115,6 +117,16 @@ def test_bad_options_are_all_reported_at_once(tmp_path):
         QwenVL(engine="http")
 
 
+def test_each_engine_declares_its_modules_and_what_its_worker_holds():
+    for cls in (QwenVL, qwen_vl.QwenVL):  # the recipes' stage declares what its backend declares
+        assert cls.requires({}) == cls.requires({"engine": "transformers"}) == ("PIL", "torch", "transformers")
+        assert cls.requires({"engine": "vllm"}) == ("PIL", "vllm") and cls.requires({"engine": "http"}) == ("PIL",)
+    assert cu.Pool(QwenVL, init={"engine": "vllm"}).resources.num_gpus == 1  # one GPU per vLLM worker
+    assert cu.Pool(QwenVL, init={"engine": "vllm"}, num_gpus=2).resources.num_gpus == 2  # the pool's own wins
+    assert cu.Pool(QwenVL, init={}).resources == cu.Resources()  # transformers: a CPU worker, as before
+    assert cu.Pool(QwenVL, init={"engine": "http"}).resources.num_gpus == 0  # the server holds the model
+
+
 # ---- shared parts: items, prompts, frames, output ----------------------------------------------
 def test_shared_helpers():
     assert qwen_vl.clean_text('  "A dog<|im_end|>\n runs\ufffd\x07."  ') == "A dog runs."
@@ -124,14 +136,14 @@ def test_shared_helpers():
     big = qwen_vl.to_pil(np.zeros((1000, 2000, 3), np.uint8), 448 * 448)
     assert big.size[0] * big.size[1] <= 448 * 448 and abs(big.size[0] / big.size[1] - 2) < 0.02
     assert qwen_vl.to_pil(Image.new("L", (30, 20)), 448 * 448).mode == "RGB"
-    images, prompt, times = qwen_vl.caption_item(frames(0, 3, start=2.0), "P {frames}")
+    images, prompt, times = captions.caption_item(frames(0, 3, start=2.0), "P {frames}")
     assert len(images) == 3 and prompt == "P {frames}" and times == [2.0, 2.5, 3.0]
     item = {"frames": [np.zeros((8, 8, 3), np.uint8)], "prompt": "Q", "id": "v#0/1"}  # a protocol CaptionItem
-    assert qwen_vl.caption_item(item, "P")[1:] == ("Q", [])
+    assert captions.caption_item(item, "P")[1:] == ("Q", [])
     for bad, what in (([], "no frames"), ([np.zeros((0, 8, 3), np.uint8)], "not a non-empty HxWx3"),
                       (["x"], "not a FrameRecord or an image"), (3, "caption takes per clip")):
         with pytest.raises(cu.InputError, match=what):
-            qwen_vl.caption_item(bad, "P")
+            captions.caption_item(bad, "P")
     request = qwen_vl.caption_request(["a", "b"], "Say.")
     assert request.messages[0]["content"] == [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Say."}]
 
