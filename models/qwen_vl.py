@@ -1,9 +1,9 @@
 """Qwen2.5-VL, a backend over plain items: a clip's frames and a prompt -> its caption; a video's
 clip captions -> its summary. One model per worker serves both tasks, each its own Call:
 
-- `caption(items)`: per item, a `protocols.CaptionItem` (a mapping, or an object, with `frames`:
-  images in time order, optional `prompt`, a template, and `timestamps`: each frame's time in
-  seconds), or a bare list of images -> its caption, a str.
+- `caption(items)`: per item, a `protocols.TimedCaptionItem` (a mapping, or an object, with
+  `frames`: images in time order, optional `prompt`, a template, and `timestamps`: each frame's
+  time in seconds), or a bare list of images -> its caption, a str.
 - `summarize(videos)`: per video, its clip captions in order (str) -> a summary of the video
   (None for a video without captions, or with `summaries: false`).
 

@@ -30,7 +30,7 @@ from curate.modalities.video.records import (
     Video,
 )
 from curate.models import qwen_vl
-from curate.models.protocols import Caption
+from curate.models.protocols import Caption, Summarize
 from PIL import Image
 
 import curate as cu
@@ -125,6 +125,11 @@ def test_each_engine_declares_its_modules_and_what_its_worker_holds():
     assert cu.Pool(QwenVL, init={"engine": "vllm"}, num_gpus=2).resources.num_gpus == 2  # the pool's own wins
     assert cu.Pool(QwenVL, init={}).resources == cu.Resources()  # transformers: a CPU worker, as before
     assert cu.Pool(QwenVL, init={"engine": "http"}).resources.num_gpus == 0  # the server holds the model
+
+
+def test_the_backend_and_the_stage_serve_the_caption_and_summarize_tasks():
+    for cls in (QwenVL, qwen_vl.QwenVL):
+        assert issubclass(cls, Caption) and issubclass(cls, Summarize)
 
 
 # ---- shared parts: items, prompts, frames, output ----------------------------------------------

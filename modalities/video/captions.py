@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from curate.modalities.video.records import ClipCaption
 from curate.models import qwen_vl
+from curate.models.protocols import TimedCaptionItem
 
 import curate as cu
 
@@ -58,7 +59,7 @@ class QwenVL:
         """Per clip: a `ClipCaption` (caption, model, prompt template, frames, the span of its frames),
         or an ItemFailure. The recipes' Call: the clips table takes model and prompt from here."""
         results: list = [None] * len(clips)
-        todo: list[tuple[int, dict, ClipCaption]] = []
+        todo: list[tuple[int, TimedCaptionItem, ClipCaption]] = []
         limit = self.model.max_frames
         for i, clip in enumerate(clips):
             try:
@@ -69,7 +70,7 @@ class QwenVL:
             frames, times = qwen_vl.evenly(frames, limit), qwen_vl.evenly(times, limit)  # what the model sees
             first, last = (times[0], times[-1]) if times else (0.0, 0.0)
             made = ClipCaption("", self.model.model_name or "", prompt, len(frames), first, last)
-            todo.append((i, {"frames": frames, "prompt": prompt, "timestamps": times}, made))
+            todo.append((i, TimedCaptionItem(frames=frames, prompt=prompt, timestamps=times), made))
         if todo:
             texts = self.model.caption([item for _, item, _ in todo])
             for (i, _, made), text in zip(todo, texts, strict=True):
@@ -93,7 +94,7 @@ def caption_item(clip, default_prompt: str) -> tuple[list, str, list[float]]:
     return qwen_vl.caption_item(_plain(clip), default_prompt)
 
 
-def _plain(clip):
+def _plain(clip) -> TimedCaptionItem | object:
     """The backend's caption item of a clip: its frames' images, and their times where every frame
     has one. What is no list of frames passes as it is, for the backend to refuse with its reason."""
     if isinstance(clip, (list, tuple)):
@@ -106,8 +107,11 @@ def _plain(clip):
     else:
         return clip
     times = [float(f.timestamp_s) for f in frames if getattr(f, "timestamp_s", None) is not None]
-    return {"frames": [getattr(f, "image", f) for f in frames], "prompt": prompt,
-            "timestamps": times if len(times) == len(frames) else []}
+    item = TimedCaptionItem(frames=[getattr(f, "image", f) for f in frames],
+                            timestamps=times if len(times) == len(frames) else [])
+    if prompt:  # else the backend's default prompt
+        item["prompt"] = prompt
+    return item
 
 
 def _caption_text(value) -> str | None:
