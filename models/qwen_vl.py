@@ -68,7 +68,7 @@ DEFAULT_BATCH_SIZE = {"transformers": 4, "vllm": 0, "http": 0}
 DEFAULT_MAX_PIXELS = 448 * 448  # per frame: at most 256 vision tokens (the frames stage sizes them smaller)
 DEFAULT_MAX_CONCURRENCY = 16  # requests in flight per actor on the http engine
 HTTP_TIMEOUT_S = 600  # one request: a long generation on a busy server
-HTTP_NUM_CPUS = 0.25  # an http worker only sizes and encodes frames and waits: the engine's default CPU share
+HTTP_NUM_CPUS = 0.25  # an http worker only sizes and encodes frames, then waits: curate's default CPU share
 DOWNLOAD = ("download it first, e.g. huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct --local-dir "
             "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.tiny_checkpoints "
             "/tmp/tiny-qwen25vl), then give its path: --set pools.captioner.init.model=/models/Qwen2.5-VL-7B-Instruct")
