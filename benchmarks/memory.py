@@ -6,7 +6,7 @@ each process) for
   `pdf_to_markdown` recipe (text-layer route);
 - a 30-minute video (written here with PyAV: 320x180 at 10 fps, a moving gradient) through the
   bundled `video_captions` recipe with stride clips of 20 s, the tiny Qwen2.5-VL of
-  `curate.models.testing` as the captioner, and every clip extracted to its own file.
+  `curate.models.tiny_checkpoints` as the captioner, and every clip extracted to its own file.
 
 Both run in a fresh local Ray into a temporary output directory; each worker is a process of
 its own, so its peak is its own. The inputs are made first, in a subprocess (so the driver's
@@ -80,7 +80,7 @@ def main() -> None:
         make = Path(args.make)
         write_pdf(make / "long.pdf", args.pages)
         write_video(make / "long.mp4", args.minutes)
-        from curate.models.testing import build_tiny_qwen25vl
+        from curate.models.tiny_checkpoints import build_tiny_qwen25vl
 
         build_tiny_qwen25vl(str(make / "tiny-qwen25vl"))
         return

@@ -16,7 +16,7 @@
 Both sides run one thread per process (OMP_NUM_THREADS=1: torch, OpenMP, BLAS; `threads: 1` for
 FFmpeg's decoders and the clip encoder, which otherwise took the loop to 1.22 cores), and curate
 gives its heavy stages (shots, scores, frames, clip encoding, the captioner) two workers each:
-pools scale by replicas. The captioner is the tiny Qwen2.5-VL that `curate.models.testing` builds (random weights: the
+pools scale by replicas. The captioner is the tiny Qwen2.5-VL that `curate.models.tiny_checkpoints` builds (random weights: the
 captions are noise, the code path and the frames' trip are the real ones), run by transformers
 on the CPU, so the caption step costs what a small model costs and decoding, shot detection,
 scoring, sampling and encoding carry the rest. Videos: every decodable file of the folder,
@@ -79,12 +79,12 @@ def recipe(model: str, extract: bool, replicas: bool = False):
 def sequential(paths: list[str], model: str, extract: bool) -> tuple[int, float]:
     """The recipe's work in a plain loop: (clips captioned, seconds)."""
     from curate.modalities.video.assemble import ClipRows, collect, video_captions
+    from curate.modalities.video.captions import QwenVL
     from curate.modalities.video.extract import ExtractClip
     from curate.modalities.video.filters import ClipFilter, ScoreClips
     from curate.modalities.video.frames import SampleFrames
     from curate.modalities.video.probe import Probe
     from curate.modalities.video.shots import SplitShots
-    from curate.models.qwen_vl import QwenVL
 
     r, steps = recipe(model, extract)
     init = lambda sid, op: steps[sid][op].get("init", {})  # noqa: E731
@@ -139,7 +139,7 @@ def main() -> None:
     import ray
     from ceiling import loops_at_once
 
-    from curate.models.testing import build_tiny_qwen25vl
+    from curate.models.tiny_checkpoints import build_tiny_qwen25vl
 
     tmp = Path(tempfile.mkdtemp(prefix="curate-video-bench-"))
     model = str(tmp / "tiny-qwen25vl")

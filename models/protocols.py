@@ -191,3 +191,26 @@ class PdfParse(Protocol):
 TASKS = {"layout": Layout, "ocr": Ocr, "caption": Caption}  # the generic tasks every stand-in of dummy.py serves
 PROTOCOLS = {**TASKS, "detect_text": TextDetection, "detect_lines": LineDetection, "read_lines": LineReading,
              "layout_blocks": BlockLayout, "read_blocks": BlockReading, "parse": PdfParse}  # task -> protocol
+
+
+# ---- video tasks ----
+# What a video captioner (curate.models.qwen_vl) serves beside `caption`: a caption item may carry
+# its frames' times, and a video's clip captions, in order, summarize to one text.
+
+
+class TimedCaptionItem(CaptionItem, total=False):
+    """A caption item with each frame's time in seconds, in order (a prompt's `{timestamps}`)."""
+
+    timestamps: list[float]
+
+
+@runtime_checkable
+class Summarize(Protocol):
+    """A video's clip captions, in order, to a summary of the whole video."""
+
+    def summarize(self, videos: list[list[str]]) -> list[str | None]:
+        """Per video, its summary (None when it has no caption to summarize), or an ItemFailure."""
+        ...
+
+
+PROTOCOLS["summarize"] = Summarize

@@ -1,13 +1,15 @@
-"""Qwen2.5-VL captions of video clips, batched across clips of many videos on one shared pool.
+"""Qwen2.5-VL, a backend over plain items: a clip's frames and a prompt -> its caption; a video's
+clip captions -> its summary. One model per worker serves both tasks, each its own Call:
 
-Two tasks of one actor (`captioner = cu.Pool(QwenVL, init=...)`), so one model serves both Calls:
+- `caption(items)`: per item, a `protocols.TimedCaptionItem` (a mapping, or an object, with
+  `frames`: images in time order, optional `prompt`, a template, and `timestamps`: each frame's
+  time in seconds), or a bare list of images -> its caption, a str.
+- `summarize(videos)`: per video, its clip captions in order (str) -> a summary of the video
+  (None for a video without captions, or with `summaries: false`).
 
-- `caption(clips)`: per clip, its frames in time order (a list of FrameRecords, what a reduce
-  Frame -> Clip hands over; or a `protocols.CaptionItem`) -> its caption, a str.
-  `caption_clips` is the same Call returning `ClipCaption` records (caption, model, prompt,
-  frames), what the recipes use.
-- `summarize(videos)`: per video, its clip captions in order (str, or records with `caption`)
-  -> a summary of the video (None for a video without captions, or with `summaries: false`).
+The video modality's stage (`curate.modalities.video.captions:QwenVL`, what the recipes name)
+builds this backend once per worker and turns FrameRecords into items and captions into
+ClipCaption records.
 
 Frames go to the model as images, one `<|image_pad|>` block per frame in one user message,
 never through Qwen2.5-VL's video path: that needs transformers' video processor, which needs
@@ -17,41 +19,42 @@ frame costs its own vision tokens (the video path merges two frames per temporal
 is given by order and by the timestamps in the prompt, not by M-RoPE's time ids; `max_pixels`
 caps each frame's size, hence its tokens.
 
-Engines (`engine`), one per actor, in `qwen_vl_engines.py`; the prompt, frame preparation and
-output cleanup here are shared:
+Engines (`engine`), one per worker, chosen from `ENGINES` (models/registry.py), each with the
+modules it imports and what its worker holds; the classes are in `qwen_vl_engines.py`, and the
+prompt, frame preparation and output cleanup here are shared:
 
-- `transformers` (CPU or GPU): the checkpoint through `Qwen2_5_VLForConditionalGeneration
-  .from_pretrained`, with the slow (PIL) image processor, so no torchvision; `batch_size`
-  sequences per `generate`, left-padded, clips of similar frame counts together.
-- `vllm` (GPU): vLLM's offline `LLM(...)` in the actor, `LLM.generate` with `multi_modal_data`
-  (a whole Call batch at once: vLLM schedules it); `gpu_memory_utilization`, `max_model_len`,
-  `engine_options` (more `LLM` keywords).
+- `transformers` (CPU or GPU; by default a CPU worker): the checkpoint through
+  `Qwen2_5_VLForConditionalGeneration.from_pretrained`, with the slow (PIL) image processor, so
+  no torchvision; `batch_size` sequences per `generate`, left-padded, clips of similar frame
+  counts together.
+- `vllm` (one GPU per worker by default): vLLM's offline `LLM(...)` in the worker,
+  `LLM.generate` with `multi_modal_data` (a whole Call batch at once: vLLM schedules it);
+  `gpu_memory_utilization`, `max_model_len`, `engine_options` (more `LLM` keywords).
 - `http`: a running OpenAI-compatible server (`vllm serve MODEL --limit-mm-per-prompt
   '{"image": 32}'`) at `server_url`, chat completions with `image_url` data-URL parts, at most
-  `max_concurrency` requests in flight per actor; the actor holds no weights (no GPU).
+  `max_concurrency` requests in flight per worker; the worker holds no weights (no GPU).
 
-`model` is a local directory (nothing downloads). `python -m curate.models.testing PATH` writes
-a tiny random one for tests (`curate.models.testing`).
+`model` is a local directory (nothing downloads). `python -m curate.models.tiny_checkpoints
+PATH` writes a tiny random one for tests.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 import string
 from collections.abc import Mapping
 from pathlib import Path
 
-from curate.modalities.video.records import MAX_FRAMES_PER_CLIP, ClipCaption
 from curate.models.qwen_vl_engines import HttpEngine, Request, TransformersEngine, VllmEngine
+from curate.models.registry import Engines
 
 import curate as cu
 from curate.errors import CurateError
 
-ENGINES = ("transformers", "vllm", "http")
-# what each engine imports: PIL for the frames, then its model runtime (http: a server elsewhere)
-ENGINE_MODULES = {"transformers": ("PIL", "torch", "transformers"), "vllm": ("PIL", "vllm"), "http": ("PIL",)}
+# Frames of one clip the model sees (more are thinned evenly; vLLM's image limit per prompt): the
+# video sampler's own cap (MAX_FRAMES_PER_CLIP), so the frames it samples pass whole.
+DEFAULT_MAX_FRAMES = 32
 DEFAULT_PROMPT = ("These {frames} frames are sampled in time order from one video clip, at {timestamps} s. "
                   "Describe the clip in one or two sentences: the setting, the main subjects and what they do.")
 DEFAULT_SUMMARY_PROMPT = ("Here are the captions of the consecutive clips of one video, in order:\n{captions}\n"
@@ -65,27 +68,35 @@ DEFAULT_BATCH_SIZE = {"transformers": 4, "vllm": 0, "http": 0}
 DEFAULT_MAX_PIXELS = 448 * 448  # per frame: at most 256 vision tokens (the frames stage sizes them smaller)
 DEFAULT_MAX_CONCURRENCY = 16  # requests in flight per actor on the http engine
 HTTP_TIMEOUT_S = 600  # one request: a long generation on a busy server
+HTTP_NUM_CPUS = 0.25  # an http worker only sizes and encodes frames, then waits: curate's default CPU share
 DOWNLOAD = ("download it first, e.g. huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct --local-dir "
-            "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.testing "
+            "/models/Qwen2.5-VL-7B-Instruct (for a test, a tiny random one: python -m curate.models.tiny_checkpoints "
             "/tmp/tiny-qwen25vl), then give its path: --set pools.captioner.init.model=/models/Qwen2.5-VL-7B-Instruct")
 
 
+ENGINES = Engines("QwenVL", default="transformers")  # registered below the class; PIL sizes the frames
+
+
 class QwenVL:
-    """Qwen2.5-VL as a captioner; meant for a shared pool: `captioner = cu.Pool(QwenVL, init={"model":
-    path})`, then `frames.reduce(captioner.stage("caption_clips", batch_size=16))` (Frame -> Clip)
-    and `clip_rows.reduce(captioner.stage("summarize"))` (Clip -> Video)."""
+    """Qwen2.5-VL over plain items, one model per worker for both tasks (`caption`, `summarize`);
+    recipes use it through the video modality's stage, `curate.modalities.video.captions:QwenVL`."""
 
     @staticmethod
     def requires(init: dict) -> tuple[str, ...]:
-        """The modules its engine needs (checked before a run starts): see ENGINE_MODULES."""
-        return ENGINE_MODULES.get(init.get("engine", "transformers"), ())
+        """The modules its engine imports (checked before a run starts): see ENGINES."""
+        return ENGINES.requires(init)
+
+    @staticmethod
+    def default_resources(init: dict) -> dict:
+        """What each worker holds for its engine, unless the pool says otherwise: see ENGINES."""
+        return ENGINES.default_resources(init)
 
     def __init__(self, model: str | None = None, engine: str = "transformers", device: str = "auto",
                  dtype: str = "auto", batch_size: int | None = None, prompt: str = DEFAULT_PROMPT,
                  summary_prompt: str = DEFAULT_SUMMARY_PROMPT, summaries: bool = True,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                  summary_max_new_tokens: int = DEFAULT_SUMMARY_MAX_NEW_TOKENS, temperature: float = 0.0,
-                 top_p: float = 1.0, repetition_penalty: float = 1.05, max_frames: int = MAX_FRAMES_PER_CLIP,
+                 top_p: float = 1.0, repetition_penalty: float = 1.05, max_frames: int = DEFAULT_MAX_FRAMES,
                  max_pixels: int = DEFAULT_MAX_PIXELS, model_name: str | None = None,
                  server_url: str | None = None, max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
                  http_timeout_s: float = HTTP_TIMEOUT_S, image_format: str = "jpeg",
@@ -100,28 +111,19 @@ class QwenVL:
         self.sampling = {"temperature": float(temperature), "top_p": float(top_p),
                          "repetition_penalty": float(repetition_penalty)}
         self.max_new_tokens, self.summary_max_new_tokens = max_new_tokens, summary_max_new_tokens
-        size = DEFAULT_BATCH_SIZE[engine] if batch_size is None else batch_size
-        if engine == "transformers":
-            self.engine = TransformersEngine(model, device, dtype, size, self.sampling)
-        elif engine == "vllm":
-            self.engine = VllmEngine(model, self.sampling, max_frames=max_frames, dtype=dtype,
-                                     gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                                     **(engine_options or {}))
-        else:
-            self.engine = HttpEngine(server_url, model_name, max_concurrency, http_timeout_s, self.sampling,
-                                     image_format)
-            self.model_name = self.engine.model_name
+        self.engine = ENGINES.build(
+            engine, model=model, device=device, dtype=dtype, sampling=self.sampling, max_frames=max_frames,
+            batch_size=DEFAULT_BATCH_SIZE[engine] if batch_size is None else batch_size, server_url=server_url,
+            model_name=model_name, max_concurrency=max_concurrency, http_timeout_s=http_timeout_s,
+            image_format=image_format, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+            engine_options=engine_options or {})
+        self.model_name = getattr(self.engine, "model_name", self.model_name)  # http: as the server names it
 
     # ---- the tasks ------------------------------------------------------------------------------
     def caption(self, clips: list) -> list:
-        """Per clip (its frames in time order, or a CaptionItem): its caption, or an ItemFailure."""
-        return [c.caption if isinstance(c, ClipCaption) else c for c in self.caption_clips(clips)]
-
-    def caption_clips(self, clips: list) -> list:
-        """Per clip: a `ClipCaption` (caption, model, prompt template, frames, the span of its frames),
-        or an ItemFailure. The recipes' Call: the clips table takes model and prompt from here."""
+        """Per clip (a CaptionItem, or its images in time order): its caption, or an ItemFailure."""
         results: list = [None] * len(clips)
-        todo: list[tuple[int, Request, ClipCaption]] = []
+        todo: list[tuple[int, Request]] = []
         for i, clip in enumerate(clips):
             try:
                 frames, prompt, times = caption_item(clip, self.prompt)
@@ -130,15 +132,11 @@ class QwenVL:
                 continue
             frames, times = evenly(frames, self.max_frames), evenly(times, self.max_frames)
             text = fill(prompt, frames=len(frames), timestamps=", ".join(f"{t:.1f}" for t in times) or "unknown")
-            images = [to_pil(f, self.max_pixels) for f in frames]
-            first, last = (times[0], times[-1]) if times else (0.0, 0.0)
-            made = ClipCaption("", self.model_name or "", prompt, len(frames), first, last)
-            todo.append((i, caption_request(images, text), made))
+            todo.append((i, caption_request([to_pil(f, self.max_pixels) for f in frames], text)))
         if todo:
-            texts = self.engine.generate([r for _, r, _ in todo], self.max_new_tokens)
-            for (i, _, made), text in zip(todo, texts, strict=True):
-                failed = isinstance(text, cu.ItemFailure)
-                results[i] = text if failed else dataclasses.replace(made, caption=clean_text(text))
+            texts = self.engine.generate([r for _, r in todo], self.max_new_tokens)
+            for (i, _), text in zip(todo, texts, strict=True):
+                results[i] = text if isinstance(text, cu.ItemFailure) else clean_text(text)
         return results
 
     def summarize(self, videos: list) -> list:
@@ -146,7 +144,7 @@ class QwenVL:
         results: list = [None] * len(videos)
         todo = []
         for i, captions in enumerate(videos):
-            texts = [t for t in (_caption_text(c) for c in captions or []) if t]
+            texts = [t.strip() for t in captions or [] if isinstance(t, str) and t.strip()]
             if self.summaries and texts:
                 listed = "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
                 todo.append((i, Request([{"role": "user", "content": fill(self.summary_prompt, captions=listed,
@@ -158,19 +156,38 @@ class QwenVL:
         return results
 
     def close(self) -> None:
-        """Release the engine's threads (http); the model goes with the actor."""
+        """Release the engine's threads (http); the model goes with the worker."""
         getattr(self.engine, "close", lambda: None)()
+
+
+# ---- the engines: each takes the options it needs (the rest are the other engines') ------------------
+@ENGINES.register("transformers", modules=("PIL", "torch", "transformers"))
+def _transformers(*, model, device, dtype, batch_size, sampling, **_) -> TransformersEngine:
+    return TransformersEngine(model, device, dtype, batch_size, sampling)
+
+
+@ENGINES.register("vllm", modules=("PIL", "vllm"), resources={"num_gpus": 1})
+def _vllm(*, model, sampling, max_frames, dtype, gpu_memory_utilization, max_model_len, engine_options,
+          **_) -> VllmEngine:
+    return VllmEngine(model, sampling, max_frames=max_frames, dtype=dtype,
+                      gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len, **engine_options)
+
+
+@ENGINES.register("http", modules=("PIL",), resources={"num_cpus": HTTP_NUM_CPUS})
+def _http(*, server_url, model_name, max_concurrency, http_timeout_s, sampling, image_format, **_) -> HttpEngine:
+    return HttpEngine(server_url, model_name, max_concurrency, http_timeout_s, sampling, image_format)
 
 
 # ---- shared: items, prompts, frames, output ------------------------------------------------------
 def caption_item(item, default_prompt: str) -> tuple[list, str, list[float]]:
-    """(frames, prompt template, timestamps) of one caption item: a list of FrameRecords (or images),
-    a mapping or an object with `frames` (and optional `prompt`); InputError when it has no frames."""
+    """(images, prompt template, timestamps) of one caption item: a list of images, or a mapping or
+    an object with `frames` (and optional `prompt` and `timestamps`, one per frame); InputError when
+    it has no frames or a frame is not an image. Timestamps that do not match the frames are dropped."""
     if isinstance(item, (list, tuple)):
-        frames, prompt = list(item), default_prompt
+        frames, prompt, times = list(item), default_prompt, []
     elif isinstance(item, Mapping) or hasattr(item, "frames"):
         get = item.get if isinstance(item, Mapping) else lambda k: getattr(item, k, None)
-        frames, prompt = get("frames"), get("prompt") or default_prompt
+        frames, prompt, times = get("frames"), get("prompt") or default_prompt, list(get("timestamps") or [])
         if not isinstance(frames, (list, tuple)):
             raise cu.InputError(f"a caption item's frames must be a list of frames; got {type(frames).__name__}")
         frames = list(frames)
@@ -180,19 +197,18 @@ def caption_item(item, default_prompt: str) -> tuple[list, str, list[float]]:
     if not frames:
         raise cu.InputError("the clip has no frames to caption; sample at least one frame per clip (the frames "
                             "stage's fps and size), or filter out clips too short to sample")
-    images, times = [], []
-    for n, frame in enumerate(frames):
-        image = getattr(frame, "image", frame)
-        shape = getattr(image, "shape", None)
-        size = getattr(image, "size", None)
-        if shape is not None and (len(shape) != 3 or shape[2] != 3 or not shape[0] or not shape[1]):
-            raise cu.InputError(f"frame {n} of the clip has shape {tuple(shape)}, not a non-empty HxWx3 image")
-        if shape is None and not (isinstance(size, tuple) and len(size) == 2 and all(size)):
-            raise cu.InputError(f"frame {n} of the clip is a {type(frame).__name__}, not a FrameRecord or an image")
-        images.append(image)
-        if getattr(frame, "timestamp_s", None) is not None:
-            times.append(float(frame.timestamp_s))
-    return images, str(prompt), times if len(times) == len(images) else []
+    for n, image in enumerate(frames):
+        check_image(n, image)
+    return frames, str(prompt), [float(t) for t in times] if len(times) == len(frames) else []
+
+
+def check_image(n: int, image) -> None:
+    """InputError unless frame `n` of a clip is a non-empty HxWx3 array or a PIL image."""
+    shape, size = getattr(image, "shape", None), getattr(image, "size", None)
+    if shape is not None and (len(shape) != 3 or shape[2] != 3 or not shape[0] or not shape[1]):
+        raise cu.InputError(f"frame {n} of the clip has shape {tuple(shape)}, not a non-empty HxWx3 image")
+    if shape is None and not (isinstance(size, tuple) and len(size) == 2 and all(size)):
+        raise cu.InputError(f"frame {n} of the clip is a {type(image).__name__}, not a FrameRecord or an image")
 
 
 def evenly(items: list, limit: int) -> list:
@@ -244,18 +260,13 @@ def clean_text(text: str | None) -> str:
     return text
 
 
-def _caption_text(value) -> str | None:
-    text = value if isinstance(value, str) else getattr(value, "caption", None)
-    return text.strip() if isinstance(text, str) else None
-
-
 # ---- options --------------------------------------------------------------------------------------
 def check_options(*, model, engine, server_url, prompt, summary_prompt, batch_size, max_new_tokens, max_frames,
                   max_pixels, max_concurrency, image_format) -> None:
     """Every problem with the options at once, each with its fix (a CurateError)."""
     problems = []
-    if engine not in ENGINES:
-        problems.append(f"engine {engine!r}; one of {', '.join(ENGINES)}")
+    if engine not in ENGINES.names:
+        problems.append(f"engine {engine!r}; one of {', '.join(ENGINES.names)}")
     elif engine == "http" and not server_url:
         problems.append("engine http needs server_url, the OpenAI-compatible server that serves the model, e.g. "
                         "server_url: http://127.0.0.1:8000 (vllm serve /models/Qwen2.5-VL-7B-Instruct)")
@@ -304,10 +315,3 @@ def _template_problems(kind: str, template) -> list[str]:
         problem = f"{name} has unknown field(s) {unknown}; it may use {listed} (literal braces: {{{{ and }}}})"
         return [problem]
     return []
-
-
-# ---- recipe glue ------------------------------------------------------------------------------------
-def with_summary(items: list) -> list:
-    """Map over zipped (VideoCaptions, its summary): the videos table's row, with the summary
-    (`curate.modalities.video.assemble.video_captions` makes the row, `summarize` the summary)."""
-    return [dataclasses.replace(captions, summary=summary) for captions, summary in items]

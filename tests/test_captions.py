@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from curate.modalities.video.assemble import ClipRows, collect, video_captions
+from curate.modalities.video.assemble import ClipRows, collect, video_captions, with_summary
 from curate.modalities.video.records import (
     Clip,
     ClipCaption,
@@ -25,7 +25,6 @@ from curate.modalities.video.records import (
     VideoCaptions,
     VideoRecord,
 )
-from curate.models.qwen_vl import with_summary
 
 import curate as cu
 

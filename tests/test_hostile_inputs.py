@@ -237,11 +237,11 @@ def test_driver_memory_stays_bounded(pdf_runs):
 # ---- videos -> captioned clips -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> str:
-    """The tiny Qwen2.5-VL, built by `python -m curate.models.testing PATH` in a subprocess, so
+    """The tiny Qwen2.5-VL, built by `python -m curate.models.tiny_checkpoints PATH` in a subprocess, so
     torch stays out of this process (the driver, whose peak memory is checked)."""
     path = tmp_path_factory.mktemp("tiny-qwen25vl")
-    proc = subprocess.run([sys.executable, "-m", "curate.models.testing", str(path)], capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = subprocess.run([sys.executable, "-m", "curate.models.tiny_checkpoints", str(path)], capture_output=True,
+                          text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return str(path)
 

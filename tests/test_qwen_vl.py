@@ -1,5 +1,5 @@
-"""Qwen2.5-VL captions (curate.models.qwen_vl) on a tiny random checkpoint built offline
-(curate.models.testing, by its command line) and loaded like the real one: the shared parts
+"""Qwen2.5-VL captions (curate.models.qwen_vl, as the recipes use it: curate.modalities.video.captions)
+(curate.models.tiny_checkpoints, by its command line) and loaded like the real one: the shared parts
 (items, prompt templates, frame sizing, output cleanup), the transformers engine called directly
 and as two Calls (caption, summarize) of one cu.Pool on the local executor and on Ray, the http
 engine against an OpenAI-compatible server started here (tests/openai_server.py), vLLM where it
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from curate.modalities.video import captions
 from curate.modalities.video.assemble import ClipRows
+from curate.modalities.video.captions import QwenVL
 from curate.modalities.video.records import (
     Clip,
     ClipCaption,
@@ -28,8 +30,7 @@ from curate.modalities.video.records import (
     Video,
 )
 from curate.models import qwen_vl
-from curate.models.protocols import Caption
-from curate.models.qwen_vl import QwenVL
+from curate.models.protocols import Caption, Summarize
 from PIL import Image
 
 import curate as cu
@@ -41,11 +42,11 @@ INIT = {"device": "cpu", "max_new_tokens": TOKENS, "summary_max_new_tokens": TOK
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
-    """Built by `python -m curate.models.testing PATH`'s main (in this process: torch loads once)."""
-    from curate.models import testing
+    """Built by `python -m curate.models.tiny_checkpoints PATH`'s main (in this process: torch loads once)."""
+    from curate.models import tiny_checkpoints
 
     path = tmp_path_factory.mktemp("tiny-qwen25vl")
-    assert testing.main([str(path)]) == 0
+    assert tiny_checkpoints.main([str(path)]) == 0
     return str(path)
 
 
@@ -77,13 +78,15 @@ def test_the_tiny_checkpoint_has_the_real_ones_files_and_architecture(tiny_model
 
 
 def test_the_command_line_says_how_to_use_it(capsys):
-    from curate.models import testing
+    from curate.models import tiny_checkpoints
 
-    assert testing.main([]) == 2 and "usage: python -m curate.models.testing PATH" in capsys.readouterr().err
+    assert tiny_checkpoints.main([]) == 2
+    assert "usage: python -m curate.models.tiny_checkpoints PATH" in capsys.readouterr().err
 
 
 def test_importing_the_backend_loads_no_model_library():
-    probe = ("import sys, json; import curate.models.qwen_vl, curate.models.testing; "
+    probe = ("import sys, json; import curate.models.qwen_vl, curate.models.tiny_checkpoints; "
+             "import curate.modalities.video.captions; "
              "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        timeout=60, check=True).stdout)
@@ -97,7 +100,7 @@ def test_a_missing_model_says_so_and_how_to_get_one(tmp_path):
             QwenVL(model=model)
         message = str(err.value)
         assert "huggingface-cli download Qwen/Qwen2.5-VL-7B-Instruct" in message
-        assert "python -m curate.models.testing" in message and "pools.captioner.init.model=" in message
+        assert "python -m curate.models.tiny_checkpoints" in message and "pools.captioner.init.model=" in message
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(cu.CurateError, match=r"weights \(\*\.safetensors\)"):
         QwenVL(model=str(tmp_path))
@@ -114,6 +117,21 @@ def test_bad_options_are_all_reported_at_once(tmp_path):
         QwenVL(engine="http")
 
 
+def test_each_engine_declares_its_modules_and_what_its_worker_holds():
+    for cls in (QwenVL, qwen_vl.QwenVL):  # the recipes' stage declares what its backend declares
+        assert cls.requires({}) == cls.requires({"engine": "transformers"}) == ("PIL", "torch", "transformers")
+        assert cls.requires({"engine": "vllm"}) == ("PIL", "vllm") and cls.requires({"engine": "http"}) == ("PIL",)
+    assert cu.Pool(QwenVL, init={"engine": "vllm"}).resources.num_gpus == 1  # one GPU per vLLM worker
+    assert cu.Pool(QwenVL, init={"engine": "vllm"}, num_gpus=2).resources.num_gpus == 2  # the pool's own wins
+    assert cu.Pool(QwenVL, init={}).resources == cu.Resources()  # transformers: a CPU worker, as before
+    assert cu.Pool(QwenVL, init={"engine": "http"}).resources.num_gpus == 0  # the server holds the model
+
+
+def test_the_backend_and_the_stage_serve_the_caption_and_summarize_tasks():
+    for cls in (QwenVL, qwen_vl.QwenVL):
+        assert issubclass(cls, Caption) and issubclass(cls, Summarize)
+
+
 # ---- shared parts: items, prompts, frames, output ----------------------------------------------
 def test_shared_helpers():
     assert qwen_vl.clean_text('  "A dog<|im_end|>\n runs\ufffd\x07."  ') == "A dog runs."
@@ -123,14 +141,14 @@ def test_shared_helpers():
     big = qwen_vl.to_pil(np.zeros((1000, 2000, 3), np.uint8), 448 * 448)
     assert big.size[0] * big.size[1] <= 448 * 448 and abs(big.size[0] / big.size[1] - 2) < 0.02
     assert qwen_vl.to_pil(Image.new("L", (30, 20)), 448 * 448).mode == "RGB"
-    images, prompt, times = qwen_vl.caption_item(frames(0, 3, start=2.0), "P {frames}")
+    images, prompt, times = captions.caption_item(frames(0, 3, start=2.0), "P {frames}")
     assert len(images) == 3 and prompt == "P {frames}" and times == [2.0, 2.5, 3.0]
     item = {"frames": [np.zeros((8, 8, 3), np.uint8)], "prompt": "Q", "id": "v#0/1"}  # a protocol CaptionItem
-    assert qwen_vl.caption_item(item, "P")[1:] == ("Q", [])
+    assert captions.caption_item(item, "P")[1:] == ("Q", [])
     for bad, what in (([], "no frames"), ([np.zeros((0, 8, 3), np.uint8)], "not a non-empty HxWx3"),
                       (["x"], "not a FrameRecord or an image"), (3, "caption takes per clip")):
         with pytest.raises(cu.InputError, match=what):
-            qwen_vl.caption_item(bad, "P")
+            captions.caption_item(bad, "P")
     request = qwen_vl.caption_request(["a", "b"], "Say.")
     assert request.messages[0]["content"] == [{"type": "image"}, {"type": "image"}, {"type": "text", "text": "Say."}]
 

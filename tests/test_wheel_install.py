@@ -198,7 +198,7 @@ def test_vlm_extra_runs_pdf_to_markdown_mineru25_with_a_tiny_model(tmp_path_fact
 def test_video_extra_runs_video_captions_with_the_tiny_model(video_env):
     video_env.curate("validate", "video_captions")
     model = video_env.work / "tiny-qwen25vl"
-    video_env.python("-m", "curate.models.testing", str(model))
+    video_env.python("-m", "curate.models.tiny_checkpoints", str(model))
     out = video_env.work / "out-video"
     video_env.curate("run", "video_captions", "--input", str(VIDEO), "--output", str(out), "--no-progress",
                      "--set", f"pools.captioner.init.model={model}")

@@ -12,10 +12,13 @@ then `video_captions`).
 - `collect` (a reduce Clip -> Video) gives a video's clip rows in clip order (DROPPED clips are
   left out by the engine), and `video_captions` (a map on a zip of the VideoRecord and that
   list) makes the video's `VideoCaptions`: the clips' spans and captions, in order.
+- `with_summary` (a map on a zip of the VideoCaptions and the captioner's summary of the video)
+  makes the videos table's row: the VideoCaptions with its `summary`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from curate.modalities.video.frames import frame_times
@@ -94,3 +97,9 @@ def _captions(video: VideoRecord, rows: list) -> VideoCaptions:
             captions.append("")
     return VideoCaptions(clips=len(rows), spans=tuple(spans), captions=tuple(captions), duration_s=video.duration_s,
                          duration_measured=video.duration_measured, notes=tuple(video.notes))
+
+
+def with_summary(items: list[tuple[VideoCaptions, str | None]]) -> list[VideoCaptions]:
+    """Per (VideoCaptions, its summary): the videos table's row, with the summary (the captioner's
+    `summarize` Call makes it: `curate.modalities.video.captions`)."""
+    return [dataclasses.replace(captions, summary=summary) for captions, summary in items]

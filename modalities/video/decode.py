@@ -12,7 +12,8 @@
   index; a clip decord fails on is read by PyAV instead.
 - `fit_size` is the size to resize to: a long side or a box, keeping the aspect ratio.
 
-PyAV and decord are imported where a stage runs (STYLE 6), never when this module loads.
+PyAV and decord are imported where a stage runs, never when this module loads, so planning a
+video recipe on a machine without them stays cheap and says what to install.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import curate as cu
 from curate.deps import require
 
 DEFAULT_THREADS = 0  # decoder threads per stream; 0: 2 for frames of THREAD_MIN_PIXELS and more, else 1
-THREAD_MIN_PIXELS = 640 * 360  # below this, frame threading costs more than it gives (measured: 64x36 3x slower)
+THREAD_MIN_PIXELS = 640 * 360  # below this, frame threading costs more than it gives (docs/benchmarks.md)
 MIN_SEEK_GAP_S = 1.0  # decode on rather than seek when the next sample is this close (or one GOP, if longer)
 SEEK_BACKOFF_S = (1.0, 4.0, 16.0)  # a seek that lands after its target is retried this much earlier, then from 0
 EPS = 1e-6  # seconds: timestamps closer than this are the same instant

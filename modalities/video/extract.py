@@ -6,11 +6,11 @@ MPEG-4 Part 2 encoder at a matching bit rate where this PyAV build has no libx26
 `container` (mp4), optionally shrunk to `size` (a long side or a [w, h] box). Timestamps are
 kept (a variable frame rate stays variable); audio is left out. `threads` is the decoder's and
 the encoder's thread count (0: FFmpeg's choice, x264 about 1.5 per core; 1 where a pool scales by
-replicas on a small machine). It returns an `EncodedClip`
-whose `clip_file` holds the bytes: declare it as a file column of the output,
+replicas on a small machine). It returns an `EncodedClip` whose `clip_file` holds the bytes:
+declare it as a file column of the output,
 `files={"clip_file": {"ext": ".mp4", "name": "{key}/{ordinal}"}}`, and the sink writes
-`<out>/<output>/_files/clip_file/<video>-<hash>/<ordinal>.mp4` and puts that path in the row. A row
-names a file only if its bytes were made, so it never names a file that does not exist.
+`<out>/<output>/_files/clip_file/<video>-<hash>/<ordinal>.mp4` and puts that path in the row.
+A row names a file only if its bytes were made, so it never names a file that does not exist.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import curate as cu
 
 DEFAULT_CODEC = "libx264"
 DEFAULT_CRF = 23  # x264's default quality
-DEFAULT_PRESET = "veryfast"  # x264 speed/size trade-off: 'veryfast' is ~3x faster than 'medium', ~10% bigger
+DEFAULT_PRESET = "veryfast"  # x264 speed/size trade-off: much faster than 'medium', a little bigger (docs/benchmarks.md)
 FALLBACK_CODEC = "mpeg4"  # in every FFmpeg build: used when libx264 is missing
 FALLBACK_BITS_PER_PIXEL = 0.15  # mpeg4's bit rate: bits per pixel per frame, about crf 23's quality
 TIME_BASE = Fraction(1, 1000)  # output timestamps in ms: keeps the source's frame times

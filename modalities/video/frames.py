@@ -5,7 +5,7 @@
 per second (default 2), at most `max_frames` (a long clip is sampled more sparsely), each the
 frame shown at the middle of its share of the clip. Each is resized once, here, to `size` (the
 long side, e.g. 448, or a [w, h] box; the aspect ratio kept, never enlarged unless `upscale`), so
-the pixels cross the object store once at the captioner's size (STYLE 17). A long clip is read
+the pixels cross the object store once, at the captioner's size, never at the video's. A long clip is read
 in windows (a keyframe seek to each sample that is more than a GOP ahead): a video is never
 decoded whole into memory.
 

@@ -1,9 +1,10 @@
 """The video modality's domains and records: Video -> Clip -> Frame.
 
-Records are frozen and check themselves (STYLE 3); derive new ones with `dataclasses.replace`.
-They carry paths and spans until the stage that needs pixels decodes them (STYLE 17): a clip is
-a time span of a file, and its frames travel from the sampling stage to the captioner once,
-already resized for the model. A clip's number is its lineage ordinal; a frame's too.
+Records are frozen and check themselves, so a bad value fails where it is made, not stages
+later; derive new ones with `dataclasses.replace`. They carry paths and spans until the stage
+that needs pixels decodes them, so no full-size frame crosses the object store: a clip is a time
+span of a file, and its frames travel from the sampling stage to the captioner once, already
+resized for the model. A clip's number is its lineage ordinal; a frame's too.
 
 Times are seconds from the start of the video stream (its first decodable frame at 0.0).
 """

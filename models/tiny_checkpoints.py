@@ -3,7 +3,7 @@ architecture and file set, loaded by the same `from_pretrained(path)` code as
 Qwen/Qwen2.5-VL-7B-Instruct. Its weights are random, so its captions are noise; every code path
 around the model (processor, chat template, generation, decoding) is the real one.
 
-    python -m curate.models.testing /tmp/tiny-qwen25vl        # or build_tiny_qwen25vl(path)
+    python -m curate.models.tiny_checkpoints /tmp/tiny-qwen25vl   # or build_tiny_qwen25vl(path)
     curate run video_captions --input 'videos/*.mp4' --output out/ \\
         --set pools.captioner.init.model=/tmp/tiny-qwen25vl
 
@@ -199,11 +199,11 @@ def build_tiny_qwen25vl(path: str | Path, seed: int = 0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m curate.models.testing PATH`: build the tiny checkpoint at PATH."""
+    """`python -m curate.models.tiny_checkpoints PATH`: build the tiny checkpoint at PATH."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python -m curate.models.testing PATH   (writes a tiny random Qwen2.5-VL checkpoint to PATH)",
-              file=sys.stderr)
+        print("usage: python -m curate.models.tiny_checkpoints PATH   "
+              "(writes a tiny random Qwen2.5-VL checkpoint to PATH)", file=sys.stderr)
         return 2
     start = time.perf_counter()
     out = build_tiny_qwen25vl(args[0])
