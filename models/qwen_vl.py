@@ -77,7 +77,7 @@ DOWNLOAD = ("download it first, e.g. huggingface-cli download Qwen/Qwen2.5-VL-7B
 ENGINES = Engines("QwenVL", default="transformers")  # registered below the class; PIL sizes the frames
 
 
-class QwenVL:
+class QwenVLModel:
     """Qwen2.5-VL over plain items, one model per worker for both tasks (`caption`, `summarize`);
     recipes use it through the video modality's stage, `curate.modalities.video.captions:QwenVL`."""
 

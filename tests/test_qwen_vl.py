@@ -118,7 +118,7 @@ def test_bad_options_are_all_reported_at_once(tmp_path):
 
 
 def test_each_engine_declares_its_modules_and_what_its_worker_holds():
-    for cls in (QwenVL, qwen_vl.QwenVL):  # the recipes' stage declares what its backend declares
+    for cls in (QwenVL, qwen_vl.QwenVLModel):  # the recipes' stage declares what its backend declares
         assert cls.requires({}) == cls.requires({"engine": "transformers"}) == ("PIL", "torch", "transformers")
         assert cls.requires({"engine": "vllm"}) == ("PIL", "vllm") and cls.requires({"engine": "http"}) == ("PIL",)
     assert cu.Pool(QwenVL, init={"engine": "vllm"}).resources.num_gpus == 1  # one GPU per vLLM worker
@@ -128,7 +128,7 @@ def test_each_engine_declares_its_modules_and_what_its_worker_holds():
 
 
 def test_the_backend_and_the_stage_serve_the_caption_and_summarize_tasks():
-    for cls in (QwenVL, qwen_vl.QwenVL):
+    for cls in (QwenVL, qwen_vl.QwenVLModel):
         assert issubclass(cls, Caption) and issubclass(cls, Summarize)
 
 

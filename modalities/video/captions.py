@@ -2,7 +2,7 @@
 
 `QwenVL` is the stage the recipes name for their shared `captioner` pool
 (`captioner = cu.Pool(QwenVL, init={"model": path})`). Each worker builds the backend
-(`curate.models.qwen_vl.QwenVL`, which works on plain images and texts) once, in `__init__`, so
+(`curate.models.qwen_vl.QwenVLModel`, which works on plain images and texts) once, in `__init__`, so
 one model serves the pool's two Calls:
 
 - `caption_clips` (a reduce Frame -> Clip): per clip, its FrameRecords in time order ->
@@ -30,16 +30,16 @@ import curate as cu
 
 class QwenVL:
     """A pool's captioner over video records: Frame -> Clip captions (`caption_clips`,
-    `caption`) and Clip -> Video summaries (`summarize`), on one `curate.models.qwen_vl.QwenVL`
+    `caption`) and Clip -> Video summaries (`summarize`), on one `curate.models.qwen_vl.QwenVLModel`
     per worker. It takes the backend's init keys and declares what the backend declares."""
 
-    requires = staticmethod(qwen_vl.QwenVL.requires)
-    default_resources = staticmethod(qwen_vl.QwenVL.default_resources)
+    requires = staticmethod(qwen_vl.QwenVLModel.requires)
+    default_resources = staticmethod(qwen_vl.QwenVLModel.default_resources)
     # The plan checks a recipe's init keys against the constructor's signature: the backend's.
-    __signature__ = inspect.signature(qwen_vl.QwenVL)
+    __signature__ = inspect.signature(qwen_vl.QwenVLModel)
 
     def __init__(self, **init):
-        self.model = qwen_vl.QwenVL(**init)
+        self.model = qwen_vl.QwenVLModel(**init)
 
     @property
     def prompt(self) -> str:
