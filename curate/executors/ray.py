@@ -22,7 +22,8 @@ import ray
 
 from curate.core.outcome import BatchReport
 from curate.errors import Cause, CurateError
-from curate.executors import CallCosts, PoolReport, timeout_cause
+from curate.executors.base import timeout_cause
+from curate.executors.stats import CallCosts, PoolReport
 from curate.executors.ray_cluster import CLUSTER_LOST_S, GcsWatch, connect, forget_lost_cluster, node_cpus
 from curate.executors.ray_cores import CoreSlots
 from curate.executors.ray_pools import Group, Ramp, WarmPools, kill, make_groups, measure_memory

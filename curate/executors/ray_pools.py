@@ -14,7 +14,7 @@ import ray
 
 from curate import defaults
 from curate.errors import CurateError
-from curate.executors import WorkerStats
+from curate.executors.stats import WorkerStats
 from curate.executors.ray_cluster import Demand, check, node_resources
 from curate.executors.ray_worker import PoolWorker
 from curate.fingerprint import warm_key
