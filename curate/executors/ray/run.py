@@ -145,7 +145,9 @@ class RayRun(ExecutorRun):
             self.grow(g, now)
 
     def reports(self, timeout: float):
-        """The watch raises ClusterLostError inside ray.wait (`Driver.cluster_lost`, wake)."""
+        """Replies within `timeout`, then every one already there. A lost cluster ends this wait
+        too: the watch's `driver.cluster_lost` wakes the blocked thread, and the run's
+        ClusterLostError is raised (`RayExecutor.execute`)."""
         done, rest = ray.wait(list(self.flight), num_returns=1, timeout=timeout)
         if done and rest:
             done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
