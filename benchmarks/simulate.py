@@ -141,7 +141,7 @@ class SimCluster:
     def execute(self, driver):
         from curate.batch import run_batch
         from curate.errors import Cause, build_stage
-        from curate.executors import PoolReport, WorkerStats
+        from curate.executors.stats import PoolReport, WorkerStats
 
         plan, sched = driver.plan, driver.sched
         objs = [build_stage(p.target, p.init, p.name) if p.is_class else None for p in plan.pools]

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 
 from curate import defaults
 from curate.errors import CurateError
+from curate.executors import get_executor
 
 
 class Session:
@@ -24,21 +25,14 @@ class Session:
 
     def __init__(self, *, executor: str = defaults.DEFAULT_EXECUTOR, address: str | None = None,
                  ray_init: dict | None = None, **executor_options):
-        if executor == "ray":
-            from curate.deps import require
-
-            require("ray", "cu.Session(executor='ray')")
-            from curate.executors.ray import RayExecutor
-
-            self._executor = RayExecutor(address=address, ray_init=ray_init, keep_warm=True, **executor_options)
-        elif executor == "local":
-            if address or ray_init or executor_options:
-                raise CurateError("a local session takes no Ray options (address, ray_init, pipeline_depth)")
-            from curate.executors.local import LocalExecutor
-
-            self._executor = LocalExecutor(keep_warm=True)
-        else:
+        if executor not in ("ray", "local"):
             raise CurateError(f"unknown executor {executor!r}; a session runs on 'ray' or 'local'")
+        if executor == "local" and (address or ray_init or executor_options):
+            raise CurateError("a local session takes no Ray options (address, ray_init, pipeline_depth)")
+        if executor == "ray":
+            executor_options.update(address=address, ray_init=ray_init)
+        self._executor = get_executor(executor, context="cu.Session(executor='ray')", keep_warm=True,
+                                      **executor_options)
         self.closed = False
 
     def run(self, pipe, inputs: Iterable[Any], **options):

@@ -122,7 +122,7 @@ def test_an_address_where_no_cluster_answers_is_refused_with_what_to_do(tmp_path
 def test_a_stale_auto_record_is_named_as_such(monkeypatch):
     from ray._private import services
 
-    from curate.executors.ray_cluster import preflight
+    from curate.executors.ray.cluster import preflight
 
     monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: f"127.0.0.1:{free_port()}")
     with pytest.raises(CurateError, match="recorded by an earlier `ray start`.*`ray stop` clears the stale record"):

@@ -1,4 +1,4 @@
-"""Core slots (curate.executors.ray_cores): CPU work starts on a node only while it fits the
+"""Core slots (curate.executors.ray.cores): CPU work starts on a node only while it fits the
 node's cores; calls that wait on something else are never held back."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import curate as cu
-from curate.executors import ray_cores
-from curate.executors.ray_cores import CoreMeter, CoreSlots
+from curate.executors.ray import cores as ray_cores
+from curate.executors.ray.cores import CoreMeter, CoreSlots
+from curate.executors.ray.replica import ActorReplica
 
 Doc = cu.Domain("doc")
 
@@ -35,11 +36,12 @@ def nap(items):
 
 def test_a_node_caps_at_its_cores_and_rays_count_times_the_share_per_core():
     slots = CoreSlots(per_core=1.5)
-    slots.place(0, 0, "a", cores=2.0, node_cpus=4.0)  # Ray told 4 CPUs, the machine has 2 cores
-    slots.place(0, 1, "b", cores=16.0, node_cpus=4.0)  # Ray told 4 of 16 cores
-    slots.place(1, 0, "c", cores=0.5, node_cpus=None)  # less than a core: still one
+    a, b, c = ActorReplica(None, 0), ActorReplica(None, 1), ActorReplica(None, 0)
+    slots.place(a, "a", cores=2.0, node_cpus=4.0)  # Ray told 4 CPUs, the machine has 2 cores
+    slots.place(b, "b", cores=16.0, node_cpus=4.0)  # Ray told 4 of 16 cores
+    slots.place(c, "c", cores=0.5, node_cpus=None)  # less than a core: still one
     assert slots.cap == {"a": 3.0, "b": 6.0, "c": 1.5}
-    assert slots.node[(0, 1)] == "b"
+    assert b.node == "b"
 
 
 def test_an_unmeasured_call_counts_one_core_then_its_running_estimate():
@@ -53,7 +55,7 @@ def test_an_unmeasured_call_counts_one_core_then_its_running_estimate():
 
 def test_a_call_starts_where_it_fits_and_an_empty_node_takes_any_call():
     slots = CoreSlots(per_core=1.0)
-    slots.place(0, 0, "n", cores=2.0, node_cpus=2.0)
+    slots.place(ActorReplica(None, 0), "n", cores=2.0, node_cpus=2.0)
     assert slots.fits(1.0, "n", 1.0)
     assert not slots.fits(1.5, "n", 1.0)
     assert slots.fits(0.0, "n", 8.0)  # larger than the node: runs alone rather than never
@@ -145,8 +147,8 @@ def test_busy_replicas_run_no_more_calls_at_once_than_the_node_has_slots(monkeyp
     to two, they would never meet)."""
     place = CoreSlots.place
 
-    def two_cores(self, group, actor, node, cores, node_cpus):
-        place(self, group, actor, node, cores, node_cpus)
+    def two_cores(self, replica, node, cores, node_cpus):
+        place(self, replica, node, cores, node_cpus)
         self.cap[node] = 2.0
 
     monkeypatch.setattr(CoreSlots, "place", two_cores)

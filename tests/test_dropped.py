@@ -114,7 +114,7 @@ def test_ray_secures_the_payloads_a_dropped_row_reads():
     DROPPED row carries."""
     pytest.importorskip("ray")
     from curate.core.plan import compile_plan
-    from curate.executors.ray_store import output_calls
+    from curate.executors.ray.store import output_calls
 
     pipe = cu.Pipeline(Doc)
     kept = pipe.source.map(cu.stage(scored, name="score")).filter(cu.stage(keep_even, name="even"))

@@ -1,4 +1,4 @@
-"""Replicas started as the work calls for them (curate.executors.ray_pools.Ramp): a pool's
+"""Replicas started as the work calls for them (curate.executors.ray.ramp.Ramp): a pool's
 first worker starts with the run, a CPU pool grows while its workers are all busy with work
 waiting, a GPU pool starts whole; on real Ray, a pool that one worker keeps up with never starts
 the others, a busy one grows to all its replicas, and two long items run on two workers."""
@@ -12,17 +12,23 @@ from types import SimpleNamespace
 import pytest
 
 import curate as cu
-from curate.executors.ray_pools import START_GUESS_S, Group, Ramp
+from curate.executors.base import Flight
+from curate.executors.ray.ramp import START_GUESS_S, Ramp
+from curate.executors.ray.replica import BIND, ActorPool, ActorReplica
 
 Doc = cu.Domain("doc")
 
 
 def group(index, replicas, num_gpus=0.0, warm=0):
-    g = Group(f"g{index}", f"g{index}", None, {}, cu.Resources(num_gpus=num_gpus), replicas, index=index)
-    g.actors = ["warm"] * warm + [None] * (replicas - warm)
-    g.flight = [deque() for _ in range(replicas)]
+    g = ActorPool(f"g{index}", index=index, key=f"g{index}", target=None, init={},
+                  resources=cu.Resources(num_gpus=num_gpus), replicas=replicas)
+    g.workers = [ActorReplica(g, a, handle="warm" if a < warm else None) for a in range(replicas)]
     g.calls = [0]
     return g
+
+
+def pairs(replicas):  # (replica, pool index) of each
+    return [(r.index, r.pool.index) for r in replicas]
 
 
 class Work:
@@ -37,22 +43,20 @@ class Work:
         return self.n
 
     def replicas(self, *states):  # "run", "idle" or "bind" (starting), per replica
-        for a, state in enumerate(states):
-            self.g.actors[a] = self.g.actors[a] or "actor"
-            self.g.flight[a] = deque([] if state == "idle" else [state])
+        for r, state in zip(self.g.workers, states):
+            r.handle = r.handle or "actor"
+            r.flight = deque([] if state == "idle" else [Flight(BIND if state == "bind" else 0, [])])
         return self
 
-    def answers(self, a):  # as the executor's: started, no bind in flight
-        return self.g.actors[a] is not None and "bind" not in self.g.flight[a]
-
     def grow(self, ramp, now):
-        return ramp.grow(self.g, self, self.answers, self.seconds, now)
+        r = ramp.grow(self.g, self, self.seconds, now)
+        return None if r is None else r.index
 
 
 def test_every_pool_starts_its_first_worker_and_a_gpu_pool_every_worker():
     cpu, gpu, warm = group(0, 3), group(1, 2, num_gpus=1), group(2, 3, warm=2)
     ramp = Ramp([cpu, gpu, warm])
-    assert ramp.first([cpu, gpu, warm]) == [(0, 0), (0, 1), (1, 1)]  # warm actors count as started
+    assert pairs(ramp.first([cpu, gpu, warm])) == [(0, 0), (0, 1), (1, 1)]  # warm actors count as started
     assert ramp.wanted == [1, 2, 2]
     assert not ramp.can_grow(gpu) and ramp.can_grow(cpu)
 
@@ -70,8 +74,8 @@ def test_a_pool_grows_at_once_when_the_work_waiting_outlasts_a_worker_start():
 def test_a_pool_that_keeps_up_grows_only_after_twice_a_start_of_being_busy():
     g = group(0, 2)
     ramp = Ramp([g])
-    ramp.launch(g, 0, 0.0)
-    ramp.answered(g, 0, 0.4)  # this run's workers start in 0.4 s
+    ramp.launch(g.workers[0], 0.0)
+    ramp.answered(g.workers[0], 0.4)  # this run's workers start in 0.4 s
     work = Work(g, ready=1, seconds=0.01).replicas("run")  # far less work waiting than a start
     assert work.grow(ramp, now=1.0) is None
     assert work.replicas("idle").grow(ramp, now=1.5) is None  # an idle moment: busy again from 0
@@ -120,12 +124,12 @@ def test_on_ray_a_near_free_pool_stays_at_one_worker_and_a_busy_one_grows_to_all
     loaded one, a real start was shorter than the run's busy spells, and the pool grew)."""
     answered, launch, started = Ramp.answered, Ramp.launch, []
 
-    def seen(self, g, a, now):
-        answered(self, g, a, self.launched.get((g.index, a), now) + SEEN_START_S)
+    def seen(self, r, now):
+        answered(self, r, self.launched.get(r, now) + SEEN_START_S)
 
-    def launched(self, g, a, now):  # every worker the run starts, whether or not it gets a batch
-        started.append(a)
-        launch(self, g, a, now)
+    def launched(self, r, now):  # every worker the run starts, whether or not it gets a batch
+        started.append(r.index)
+        launch(self, r, now)
 
     monkeypatch.setattr(Ramp, "answered", seen)
     monkeypatch.setattr(Ramp, "launch", launched)

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 import curate as cu
-from curate.executors.ray_cluster import ResourceError
+from curate.executors.ray.cluster import ResourceError
 
 Doc = cu.Domain("doc")
 Page = Doc.child("page")

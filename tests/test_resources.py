@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 import curate as cu
-from curate.executors.ray_cluster import ResourceError, check
-from curate.executors.ray_pools import Group, resolve_replicas
-from curate.executors.ray_cluster import Demand
+from curate.executors.ray.cluster import ResourceError, check
+from curate.executors.ray.pools import resolve_replicas
+from curate.executors.ray.replica import ActorPool
+from curate.executors.ray.cluster import Demand
 from curate.recipe.format import POOL_KEYS, STAGE_KEYS
 
 Doc = cu.Domain("doc")
@@ -58,7 +59,7 @@ def test_recipe_keys_are_the_resources_fields():
 
 
 def _group(name, num_gpus, replicas=None):
-    return Group(name, name, None, {}, cu.Resources(num_gpus=num_gpus), replicas)
+    return ActorPool(name, key=name, target=None, init={}, resources=cu.Resources(num_gpus=num_gpus), replicas=replicas)
 
 
 def test_gpu_pools_get_one_worker_per_gpu_by_default():

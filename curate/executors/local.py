@@ -1,7 +1,7 @@
 """In-process executor: one thread per pool replica, each building its stage once. For tests,
-debugging and small jobs; it drives the same pure Scheduler the Ray executor does. A cheap
-Call's batches go to a thread several at a time (about BUNDLE_TARGET_S of work), so near-free
-stages do not pay two thread hand-offs per batch.
+debugging and small jobs; it runs the same loop (`curate.executors.base`) and the same pure
+Scheduler the Ray executor does. A cheap Call's batches go to a thread several at a time (about
+BUNDLE_TARGET_S of work), so near-free stages do not pay two thread hand-offs per batch.
 
 `timeout_s` holds as far as threads allow: a batch past its limit is failed like an exception
 (retried, isolated, then FAILED with cause kind `timeout`) and its worker is replaced by a
@@ -10,14 +10,14 @@ until its stage returns (its late report is dropped)."""
 
 from __future__ import annotations
 
-import math
 import queue
 import threading
 import time
 
 from curate.batch import run_batch
 from curate.errors import Cause, build_stage
-from curate.executors import CallCosts, PoolReport, WorkerStats, timeout_cause
+from curate.executors.base import ExecutorRun, Flight, Replica, WorkerPool
+from curate.executors.stats import PoolReport, WorkerStats
 from curate.fingerprint import warm_key
 
 BUNDLE_TARGET_S = 0.002  # work per hand-off for cheap Calls: a hand-off costs tens of microseconds
@@ -32,8 +32,7 @@ class _Worker(threading.Thread):
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.stats = WorkerStats()
         self.abandoned = False  # timed out: replaced, and whatever it reports is dropped
-        self.batches = None  # the batches it runs (a list), and since when (perf_counter)
-        self.since = 0.0
+        self.replica: Replica | None = None  # the replica it is in this run
         self._obj = None
 
     def _fn(self, call):
@@ -62,6 +61,13 @@ class _Worker(threading.Thread):
             self.outbox.put((self, done))
 
 
+def _replica(pool: WorkerPool, index: int, worker: _Worker) -> Replica:
+    """The replica `index` of `pool` that `worker` runs as (it counts into the replica's stats)."""
+    r = Replica(pool, index, handle=worker, stats=worker.stats)
+    worker.replica = r
+    return r
+
+
 class LocalExecutor:
     """Threads in this process: `replicas` workers per pool (resource requests are not
     enforced). With `keep_warm` (a `cu.Session`), the threads of a run that ended cleanly, and
@@ -70,8 +76,6 @@ class LocalExecutor:
     def __init__(self, keep_warm: bool = False):
         self.keep_warm = keep_warm
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers: list[list[_Worker]] = []
-        self._retired: list[list[_Worker]] = []
         self._warm: dict[str, list[_Worker]] = {}
 
     def close(self) -> None:
@@ -81,7 +85,7 @@ class LocalExecutor:
                 w.inbox.put(None)
         self._warm = {}
 
-    def _take(self, plan) -> list[list[_Worker]]:
+    def _take(self, plan) -> list[WorkerPool]:
         """Each pool's workers: warm ones of the same class and init first, new ones for the rest."""
         warm, self._warm = self._warm, {}
         out = []
@@ -96,7 +100,9 @@ class LocalExecutor:
             fresh = [_Worker(p, plan, self._outbox, i) for i in range(len(ws), n)]
             for w in fresh:
                 w.start()
-            out.append(ws + fresh)
+            pool = WorkerPool(p.name, list(p.calls), p.id)
+            pool.workers = [_replica(pool, i, w) for i, w in enumerate(ws + fresh)]
+            out.append(pool)
         for ws in warm.values():  # pools this run does not use
             for w in ws:
                 w.inbox.put(None)
@@ -104,111 +110,88 @@ class LocalExecutor:
 
     def execute(self, driver) -> list[PoolReport]:
         plan = driver.plan
-        self._workers = self._take(plan)
-        self._retired = [[] for _ in plan.pools]
-        idle = [list(ws) for ws in self._workers]
-        for p, ws in zip(plan.pools, self._workers):
-            driver.plan_replicas(p.id, len(ws))
+        run = LocalRun(driver, self._take(plan), self._outbox)
+        for p in run.pools:
+            driver.plan_replicas(p.index, len(p.workers))
         driver.started_workers()
-        self._busy = 0  # workers with batches
-        self._cost = CallCosts(BUNDLE_TARGET_S)
         clean = False
         try:
-            while True:
-                driver.step()
-                self._dispatch(driver, idle)
-                if self._busy == 0:
-                    if driver.idle_done():
-                        break
-                    continue
-                self._wait(driver, idle)
+            run.loop()
             clean = True
         finally:
             if self.keep_warm and clean:
-                for p, ws in zip(plan.pools, self._workers):
-                    self._warm.setdefault(warm_key(p), []).extend(ws)
+                for p, pool in zip(plan.pools, run.pools):
+                    self._warm.setdefault(warm_key(p), []).extend(r.handle for r in pool.workers)
             else:
-                for ws in self._workers:
-                    for w in ws:
-                        w.inbox.put(None)
-        return [PoolReport(p.name, list(p.calls), [w.stats for w in ws + old])
-                for p, ws, old in zip(plan.pools, self._workers, self._retired)]
+                for r in run.replicas():
+                    r.handle.inbox.put(None)
+        return [PoolReport(p.name, list(p.calls), [r.stats for r in p.workers + old])
+                for p, old in zip(run.pools, run.retired)]
 
-    def _wait(self, driver, idle: list[list[_Worker]]) -> None:
-        """Apply reports for up to one heartbeat (or until the nearest time limit), then
-        everything already reported; replace workers whose batch ran past its limit."""
-        now = time.perf_counter()
-        deadline = min((w.since + self._limit(driver, w) for ws in self._workers for w in ws
-                        if w.batches is not None and self._limit(driver, w)), default=None)
-        wait = driver.wait_s() if deadline is None else max(0.0, min(driver.wait_s(), deadline - now))
-        try:
-            self._apply(driver, self._outbox.get(timeout=wait), idle)
-            while True:  # apply everything already reported before dispatching again
-                self._apply(driver, self._outbox.get_nowait(), idle)
-        except queue.Empty:
-            pass
-        if deadline is not None and time.perf_counter() >= deadline:
-            self._expire(driver, idle)
 
-    @staticmethod
-    def _limit(driver, w: _Worker) -> float | None:
-        return driver.plan.calls[w.batches[0].call].timeout_s
+class LocalRun(ExecutorRun):
+    """One run on threads: each replica holds at most one hand-off."""
 
-    def _expire(self, driver, idle: list[list[_Worker]]) -> None:
-        now = time.perf_counter()
-        for pool, ws in enumerate(self._workers):
-            for i, w in enumerate(ws):
-                limit = w.batches is not None and self._limit(driver, w)
-                if not limit or now - w.since < limit:
-                    continue
-                for b in w.batches:  # one: a Call with a time limit goes a batch at a time
-                    call = driver.plan.calls[b.call]
-                    driver.sched.fail(b.id, timeout_cause(call.name, limit, len(b.keys)))
-                self._busy -= 1
-                w.abandoned, w.batches = True, None
-                w.inbox.put(None)  # if it ever returns, it stops
-                fresh = _Worker(w.pool, driver.plan, self._outbox, i)
-                fresh.start()
-                ws[i] = fresh
-                self._retired[pool].append(w)
-                idle[pool].append(fresh)
+    def __init__(self, driver, pools: list[WorkerPool], outbox: queue.SimpleQueue):
+        super().__init__(driver, BUNDLE_TARGET_S)
+        self.pools, self.outbox = pools, outbox
+        self.idle = [list(p.workers) for p in pools]
+        self.retired: list[list[Replica]] = [[] for _ in pools]  # replaced after a timeout
+        self.busy = 0  # replicas with batches
 
-    def _dispatch(self, driver, idle: list[list[_Worker]]) -> None:
-        sched = driver.sched
-        for pool, free in enumerate(idle):
+    def working(self) -> bool:
+        return self.busy > 0
+
+    def dispatch(self) -> None:
+        for pool, free in zip(self.pools, self.idle):
             while free:
-                call = driver.next_call(pool, idle=True)
+                call = self.driver.next_call(pool.index, idle=True)
                 if call is None:
                     break
-                spec = sched.plan.calls[call]
-                # several cheap batches per hand-off, but never more than this worker's share
-                want = math.ceil(sched.ready(call) / spec.batch_size / len(free))
-                k = self._cost.bundle(spec, want)
-                batches = []
-                while len(batches) < k and (b := sched.reserve(call, idle=not batches)) is not None:
-                    batches.append(b)
-                    if any(b.gens):  # a retry, maybe isolating a poison item: alone
-                        break
+                batches = self.take(call, len(free))
                 if not batches:  # every ready grain was suppressed on the way out
                     continue
-                w = free.pop()
-                w.batches, w.since = batches, time.perf_counter()
-                w.inbox.put(batches)
-                self._busy += 1
+                r = free.pop()
+                r.flight.append(Flight(call, batches))
+                r.since = time.perf_counter()
+                r.handle.inbox.put(batches)
+                self.busy += 1
 
-    def _apply(self, driver, msg, idle: list[list[_Worker]]) -> None:
-        worker, done = msg
-        if worker.abandoned:  # its batch was failed for running too long: a stale report
-            driver.sched.stale_reports += len(done)
+    def reports(self, timeout: float):
+        try:
+            yield self.outbox.get(timeout=timeout)
+            while True:  # apply everything already reported before dispatching again
+                yield self.outbox.get_nowait()
+        except queue.Empty:
             return
-        sched = driver.sched
-        worker.batches = None
-        self._busy -= 1
-        idle[worker.pool.id].append(worker)
+
+    def apply(self, report) -> None:
+        worker, done = report
+        if worker.abandoned:  # its batch was failed for running too long: a stale report
+            self.sched.stale_reports += len(done)
+            return
+        r = worker.replica
+        r.flight.clear()
+        self.busy -= 1
+        self.idle[r.pool.index].append(r)
         for batch, result, wall, seconds in done:
-            driver.record_batch(batch.call, wall, seconds, len(batch.keys), worker.name)
-            self._cost.add(batch.call, seconds)
+            self.record(worker.name, batch.call, batch, wall, seconds)
             if isinstance(result, Cause):
-                sched.fail(batch.id, result)
+                self.sched.fail(batch.id, result)
             else:
-                sched.complete(batch.id, result)
+                self.sched.complete(batch.id, result)
+
+    def replace(self, replica: Replica) -> None:
+        """Python cannot stop a thread: the hung one is abandoned (if it ever returns, it
+        stops) and a fresh thread takes its place."""
+        old = replica.handle
+        self.busy -= 1
+        old.abandoned = True
+        replica.flight.clear()
+        old.inbox.put(None)
+        fresh = _Worker(old.pool, self.plan, self.outbox, replica.index)
+        fresh.start()
+        pool = replica.pool
+        new = pool.workers[replica.index] = _replica(pool, replica.index, fresh)
+        self.retired[pool.index].append(replica)
+        self.idle[pool.index].append(new)

@@ -1,95 +1,18 @@
-"""What runs inside a Ray actor: resolve a bundle's inputs from the payloads Ray fetched,
-run each batch, and return small metadata apart from the payloads.
-
-A value the driver holds is a `Ref` to one item of a payload in the object store, an
-`Inline` input value, or a tuple / list of those built by the engine (zip, reduce). On the
-wire a `Ref` points at a position among the actor call's top-level arguments, so Ray fetches
-every payload a bundle needs (from several upstream results) straight into the worker."""
+"""What runs inside a Ray actor: resolve a bundle's inputs from the payloads Ray fetched
+(`wire`), run each batch, and return small metadata apart from the payloads."""
 
 from __future__ import annotations
 
 import time
 
 import ray
-from ray import cloudpickle
 
 from curate.batch import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
-from curate.errors import Cause, EngineError, build_stage
+from curate.errors import Cause, build_stage
+from curate.executors.ray.cores import CoreMeter, usable_cores
+from curate.executors.ray.wire import UNBOUND, pickled_size, resolve, unpicklable
 from curate.memory import peak_rss, private_rss
-from curate.executors.ray_cores import CoreMeter, usable_cores
-
-
-class _Counter:
-    """A file that keeps nothing and counts what is written: pickling into it checks a value
-    and measures it without holding its bytes."""
-
-    def __init__(self):
-        self.n = 0
-
-    def write(self, b) -> int:
-        n = memoryview(b).nbytes  # protocol 5 writes large buffers (numpy arrays) as PickleBuffers
-        self.n += n
-        return n
-
-
-def pickled_size(value) -> int | str:
-    """The size of `value` pickled (as Ray would send it), or why it does not pickle."""
-    sink = _Counter()
-    try:
-        cloudpickle.CloudPickler(sink, protocol=5).dump(value)
-    except Exception as exc:  # noqa: BLE001 - any failure means the value cannot travel
-        return f"{type(exc).__name__}: {exc}"
-    return sink.n
-
-
-def unpicklable(value) -> str | None:
-    """None if `value` pickles (as Ray would send it), else why not."""
-    size = pickled_size(value)
-    return size if isinstance(size, str) else None
-
-
-class Ref:
-    """Item `i` of batch `b` of a payload (child `c` of it for an expand, else -1). `src` is an
-    ObjectRef on the driver and an argument position on the wire."""
-
-    __slots__ = ("src", "b", "i", "c")
-
-    def __init__(self, src, b: int, i: int, c: int = -1):
-        self.src, self.b, self.i, self.c = src, b, i, c
-
-    def __reduce__(self):
-        return Ref, (self.src, self.b, self.i, self.c)
-
-
-class Inline:
-    """An input value carried by value (a path, a URL): it never went through a stage."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v):
-        self.v = v
-
-    def __reduce__(self):
-        return Inline, (self.v,)
-
-
-def resolve(x, payloads):
-    """The value a driver-side structure stands for, given the fetched payloads."""
-    t = type(x)
-    if t is Ref:
-        v = payloads[x.src][x.b][x.i]
-        return v if x.c < 0 else v[x.c]
-    if t is Inline:
-        return x.v
-    if t is tuple:
-        return tuple(resolve(y, payloads) for y in x)
-    if t is list:
-        return [resolve(y, payloads) for y in x]
-    raise EngineError(f"cannot resolve a {t.__name__} value reference")
-
-
-UNBOUND = "unbound"  # a batch's report from an actor that does not know the run: requeue and rebind
 
 
 class PoolWorker:
@@ -141,7 +64,7 @@ class PoolWorker:
     def run(self, run: str, call: int, batches: list[list], *payloads):
         """Run each batch of one Call; returns (metadata, payload): per batch either
         ("ok", codes, causes, child counts, value bytes, start, seconds, cores) or ("err", Cause,
-        start, seconds, cores), where cores is how many the batch kept busy (ray_cores). Values
+        start, seconds, cores), where cores is how many the batch kept busy (`cores`). Values
         that cannot be pickled FAIL their items here, before Ray sends them."""
         if run != self._run:  # restarted since bind: nothing ran, the batches go back unharmed
             return [(UNBOUND,)] * len(batches), [None] * len(batches)

@@ -72,7 +72,7 @@ def cluster_info(how: str) -> ClusterInfo:
 
 @dataclass
 class Demand:
-    """What one worker group asks for: `replicas` actors of `per_actor` resources each."""
+    """What one worker pool asks for: `replicas` actors of `per_actor` resources each."""
 
     name: str
     replicas: int
@@ -230,7 +230,7 @@ class GcsWatch:
 
 
 def check(demands: list[Demand], nodes: list[dict[str, float]]) -> None:
-    """Raise ResourceError unless every actor of every group fits on the nodes at once
+    """Raise ResourceError unless every actor of every pool fits on the nodes at once
     (first-fit decreasing over each node's total resources). The error names each resource
     that is short, the pools that ask for it, and the fix for that resource."""
     free = [dict(n) for n in nodes]

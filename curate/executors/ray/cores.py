@@ -2,10 +2,10 @@
 
 Pools ask Ray for fractional CPUs (`num_cpus: 0.25` by default) so that many actors fit on a
 machine and no pool starves the ones that feed it. But an actor that runs a call uses what the
-call uses: a decoder or an OCR model keeps a whole core busy. Left alone, a 2-core machine with
-ten busy actors time-slices them, every switch evicts the caches the other call had warmed, and
-the same work takes 25-30% more CPU-seconds than it does in one process (measured on the video
-recipe: 37.4 CPU-s against the sequential loop's 29.4 for the same clips).
+call uses: a decoder or an OCR model keeps a whole core busy. Left alone, a small machine with
+many busy actors time-slices them, every switch evicts the caches the other call had warmed, and
+the same work takes more CPU-seconds than it does in one process (docs/benchmarks.md has the
+figures).
 
 So each worker reports, per batch, how many cores its call kept busy: CPU-seconds over the time
 it was on a core or could have been (wall time minus the time it waited in the kernel's run
@@ -15,14 +15,9 @@ counts as one core), and an idle actor of a CPU pool (no GPUs asked) starts a ca
 the estimates of the calls running on its node, plus this one, fit the node's cores times
 RUNNING_PER_CORE. A call that waits on something else (a sleeping stand-in, an HTTP model
 server, a GPU) measures near zero and is never held back. GPU pools are not counted. A busy
-actor keeps its core while it has work: its next call still ships ahead of time. A freed core
-goes to the idle pool nearest the outputs.
-
-Measured on the video recipe (warm session, 2 cores, 24 clips; the loop took 29-30 s): no slots
-18-20 s and 35-39 CPU-s; slots at 1.5 per core 14.7-15.4 s and 28.6-30.0 CPU-s; 1.25 per core
-15.0 s; 2.0 per core 17.9 s; handing the core back after every call (no call shipped ahead while
-the node is full) 18.3 s and 35.6 CPU-s: switching a core between processes at every call cost
-more than it saved."""
+actor keeps its core while it has work: its next call still ships ahead of time (handing the
+core back after every call cost more than it saved). A freed core goes to the idle pool nearest
+the outputs."""
 
 from __future__ import annotations
 
@@ -94,7 +89,6 @@ class CoreSlots:
         self.per_core = per_core
         self.estimate: dict[int, float] = {}  # call -> cores one of its calls keeps busy
         self.cap: dict[str, float] = {}  # node id -> cores x per_core
-        self.node: dict[tuple[int, int], str] = {}  # (group index, actor) -> node id
 
     def add(self, call: int, cores: float) -> None:
         old = self.estimate.get(call)
@@ -103,25 +97,23 @@ class CoreSlots:
     def cores_of(self, call: int) -> float:
         return self.estimate.get(call, UNMEASURED)
 
-    def place(self, group: int, actor: int, node: str, cores: float, node_cpus: float | None) -> None:
-        """An actor answered its bind from `node`, which has `cores` (and Ray's CPU count for it)."""
-        self.node[(group, actor)] = node
+    def place(self, replica, node: str, cores: float, node_cpus: float | None) -> None:
+        """A replica's actor answered from `node`, which has `cores` (and Ray's CPU count for it)."""
+        replica.node, replica.cores = node, cores
         if node in self.cap and node_cpus is None:  # known node: its cap stands
             return
         usable = min(cores, node_cpus) if node_cpus else cores
         self.cap[node] = max(1.0, usable) * self.per_core
 
-    def load(self, groups: list, flight: dict) -> dict[str | None, float]:
-        """Per node: the estimated cores of the calls CPU pools' actors are running now
-        (`flight`: each in-flight ref's call record, whose `call` < 0 for pings and binds)."""
+    def load(self, pools: list) -> dict[str | None, float]:
+        """Per node: the estimated cores of the calls CPU pools' replicas are running now."""
         out: dict[str | None, float] = {}
-        for i, g in enumerate(groups):
+        for g in pools:
             if g.resources.uses_gpu:
                 continue
-            for a, mine in enumerate(g.flight):
-                if mine and (call := flight[mine[0]].call) >= 0:
-                    node = self.node.get((i, a))
-                    out[node] = out.get(node, 0.0) + self.cores_of(call)
+            for r in g.workers:
+                if (head := r.running()) is not None:
+                    out[r.node] = out.get(r.node, 0.0) + self.cores_of(head.call)
         return out
 
     def fits(self, load: float, node: str | None, cores: float) -> bool:

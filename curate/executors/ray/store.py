@@ -1,17 +1,19 @@
 """The Ray executor's value store (`curate.values.ValueStore`): values as references into Ray's
 object store. Inputs travel inline; outputs are fetched once per payload; a sink's writer can be
-placed in an actor on the driver's node that fetches payloads itself."""
+placed in an actor on the driver's node that fetches payloads itself. `output_calls` names the
+Calls whose payloads hold output values (the run keeps a copy of those on the driver's node)."""
 
 from __future__ import annotations
 
 import ray
 
 from curate.errors import Cause, CurateError
-from curate.executors.ray_worker import Inline, Placed, Ref, resolve, unpicklable
+from curate.executors.ray.wire import Inline, resolve, to_wire, unpicklable
+from curate.executors.ray.worker import Placed
 
 
 class RayStore:
-    """Values as references into Ray's object store (see `curate.driver.ValueStore`)."""
+    """Values as references into Ray's object store (see `curate.values.ValueStore`)."""
 
     def __init__(self):
         self._placed: list = []
@@ -33,7 +35,7 @@ class RayStore:
     def fetch(self, values: list) -> list:
         """Output values: fetch each payload once, then pick the items."""
         refs, pos = [], {}
-        wire = [_to_wire(v, refs, pos) for v in values]
+        wire = [to_wire(v, refs, pos) for v in values]
         payloads = ray.get(refs) if refs else []
         return [resolve(w, payloads) for w in wire]
 
@@ -54,7 +56,7 @@ class RayStore:
 
         def call(values: list, *call_args):
             refs, pos = [], {}
-            wire = [_to_wire(v, refs, pos) for v in values]
+            wire = [to_wire(v, refs, pos) for v in values]
             try:
                 return ray.get(actor.call.remote(wire, call_args, *refs))
             except ray.exceptions.RayTaskError as exc:  # curate's own error in the actor: as is
@@ -68,33 +70,6 @@ class RayStore:
         for a in self._placed:
             ray.kill(a)
         self._placed = []
-
-
-def _to_wire(x, refs: list, pos: dict):
-    """Replace each driver-side Ref's ObjectRef by its position among the call's arguments."""
-    t = type(x)
-    if t is Ref:
-        p = pos.get(x.src)
-        if p is None:
-            p = pos[x.src] = len(refs)
-            refs.append(x.src)
-        return Ref(p, x.b, x.i, x.c)
-    if t is tuple:
-        return tuple(_to_wire(y, refs, pos) for y in x)
-    if t is list:
-        return [_to_wire(y, refs, pos) for y in x]
-    return x
-
-
-def sources(x, out: set | None = None) -> set:
-    """Hex ids of the object-store payloads an input value refers to."""
-    out = set() if out is None else out
-    if type(x) is Ref:
-        out.add(x.src.hex())
-    elif type(x) in (tuple, list):
-        for y in x:
-            sources(y, out)
-    return out
 
 
 def output_calls(plan) -> set[int]:
@@ -117,18 +92,3 @@ def output_calls(plan) -> set[int]:
             if s in by_slot:
                 stack.append((by_slot[s], n.kind == "filter" or (reaches and passes)))
     return out
-
-
-def lose_payload(sched, call: int, batches: list, exc) -> None:
-    """A call whose input payload is gone for good (its node died and no copy is left): the
-    grains that read that payload are lost, and their roots run again from their inputs
-    (Scheduler.lose, Driver); the call's other grains are only requeued."""
-    gone = getattr(exc, "object_ref_hex", None)
-    name = sched.plan.calls[call].name
-    cause = Cause("lost", f"an input payload of this item was lost with a Ray node ({type(exc).__name__}); "
-                  "its input is run again", name, type(exc).__name__)
-    marks = [[gone is None or gone in sources(x) for x in b.inputs] for b in batches]
-    if gone is not None and not any(map(any, marks)):  # the lost object is none we sent
-        marks = [[True] * len(b.inputs) for b in batches]
-    for b, m in zip(batches, marks):
-        sched.lose(b.id, m, cause)
