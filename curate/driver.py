@@ -47,8 +47,9 @@ class Driver:
 
     What run() uses besides: `interrupt()` for a Ctrl-C, `wake_with(fn)` to say how to
     interrupt the run's thread where it blocks, and `stats()`, the RunStats that
-    curate.metrics reports. Everything else is read only (`sink`, `total`, `roots_done`,
-    `skipped`, `restarted_roots`, `interrupted`, `stopping`) or private."""
+    curate.metrics reports. `drain()`, `heartbeat()` and `admit()`, the parts of `step()`,
+    serve tests that drive a Driver by hand. Everything else is read only (`sink`, `total`,
+    `roots_done`, `skipped`, `restarted_roots`, `interrupted`, `stopping`) or private."""
 
     def __init__(self, plan: Plan, scheduler: Scheduler, inputs: Iterable[Any], *,
                  input_batch_size: int, key: Callable[[Any], str] | None, sink: Sink,
