@@ -2,7 +2,7 @@
 
 Outside a run a Ctrl-C stops the command, as Python's default does. Once it is stopping (a
 KeyboardInterrupt is on its way out: the run's message is being printed) or done (the process
-only exits, and Ray's exit handler stops a local Ray, about a second), a Ctrl-C never raises
+only exits, and Ray's exit handler stops a local Ray), a Ctrl-C never raises
 into that code: that printed a traceback from Ray's shutdown. The first is ignored, so that Ray
 stops cleanly and leaves no process behind; the next leaves at once. The exit code stays the
 command's (130 for an interrupted run), and what it wrote is on disk: the manifest already says

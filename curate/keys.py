@@ -7,7 +7,9 @@ under the same indices is refused instead of skipping or mixing them.
   every file's key;
 - bytes (or a bytearray): `bytes@<16 hex of their sha256>`;
 - anything else: the input index as text, with a 64-bit digest of the value (its pickle, or
-  its repr where it does not pickle) kept in the commit record of its root."""
+  its repr where it does not pickle) kept in the commit record of its root.
+
+`RootKeys` checks every key of a run, given by `key=` or by default: a non-empty str, unique."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pickle
 import re
 import reprlib
 from array import array
-from typing import Any
+from typing import Any, Callable
 
 from curate.errors import RootKeyError
 
@@ -118,3 +120,56 @@ class IndexDigests:
 def digest_hex(digest: int) -> str:
     """How a digest is written in a commit record."""
     return f"{digest:016x}"
+
+
+class RootKeys:
+    """Checks the stable key of every input: a str (an int is taken as its decimal text), not
+    empty, and unique among the inputs of this run, skipped ones included. A 64-bit digest per
+    input (and its index) is kept, so a duplicate can name both inputs. Without `key=`, a file
+    or bytes input is keyed by its content and any other by its index (`content_key`); then
+    `digest` is that input's value digest, else None."""
+
+    def __init__(self, key: Callable[[Any], Any] | None):
+        self._key = key
+        self._seen: dict[int, int] = {}  # key digest -> input index
+        self.digest: int | None = None  # of the last input, where it is keyed by its index
+
+    def __call__(self, value: Any, index: int) -> str:
+        self.digest = None
+        if self._key is None:
+            k = content_key(value)
+            if k is None:  # keyed by index: they cannot collide (and have no '@')
+                self.digest = value_digest(value)
+                return str(index)
+            return self._unique(k, value, index)
+        try:
+            k = self._key(value)
+        except Exception as exc:  # noqa: BLE001 - the user's key function: say which input broke it
+            raise RootKeyError(f"key= raised {type(exc).__name__}: {exc} for input {index} ({_short(value)}); "
+                               "fix the key function: it must return a str for every input") from exc
+        if isinstance(k, int) and not isinstance(k, bool):
+            k = str(k)
+        if not isinstance(k, str) or not k:
+            raise RootKeyError(f"key= returned {k!r} for input {index} ({_short(value)}); a root key must be "
+                               "a non-empty str (or an int), e.g. a path plus a content hash "
+                               "(curate.io.sources.path_key); join several parts into one text, "
+                               "e.g. f\"{a}/{b}\"")
+        return self._unique(k, value, index)
+
+    def _unique(self, k: str, value: Any, index: int) -> str:
+        digest = int.from_bytes(hashlib.blake2b(k.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        first = self._seen.setdefault(digest, index)
+        if first == index:
+            return k
+        if self._key is None:
+            raise RootKeyError(f"input {index} ({_short(value)}) has the same name and content as input {first} "
+                               f"(default key {k!r}); root keys must be unique, or their rows would mix; remove "
+                               "the duplicate, or pass key= to tell them apart")
+        raise RootKeyError(f"key= gave input {index} ({_short(value)}) the key {k!r}, which input {first} "
+                           "already has; root keys must be unique, or their rows would mix and a resumed "
+                           "run would skip the second input; make the key tell them apart (e.g. include "
+                           "the full path or a content hash), or remove the duplicate input")
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)

@@ -8,6 +8,21 @@ from curate.core.plan import Plan
 from curate.memory import peak_rss
 
 
+@dataclass(frozen=True)
+class RunStats:
+    """What the Driver measured over a run (`Driver.stats()`): `collect` reports it."""
+
+    wall_s: float  # from the Driver's start to `stats()`
+    startup_s: float  # executor start-up (Ray: until the first actor answered and work began)
+    workers_ready_s: float | None  # Ray: until every actor it started answered (None: the run ended first)
+    first_root_s: float | None  # None: no root finished
+    roots: int  # roots written to the sink by this run
+    skipped: int  # inputs committed by an earlier run, passed over
+    restarted_roots: int  # roots run again after a payload they needed was lost with a node
+    timeline: tuple = ()  # (call id, start_s, seconds, items, worker) per batch
+    writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
+
+
 @dataclass
 class CallMetrics:
     """One Call: its batches, the items that entered the stage, fill, retries, suppressions."""
@@ -105,8 +120,8 @@ class RunMetrics:
         return "\n".join(lines)
 
 
-def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetrics:
-    """RunMetrics from the scheduler's counters, the executor's pools and the driver's clock."""
+def collect(plan: Plan, sched, stats: RunStats, pools_run: list) -> RunMetrics:
+    """RunMetrics from the scheduler's counters, the executor's pools and the driver's RunStats."""
     busy = [0.0] * len(plan.calls)
     pools = {}
     for p in pools_run:
@@ -121,8 +136,8 @@ def collect(plan: Plan, sched, driver, pools_run: list, wall: float) -> RunMetri
         k = sched.counters[c.id]
         calls[c.name] = CallMetrics(c.name, plan.pools[c.pool].name, c.batch_size, k.batches, k.items,
                                     k.retries, k.suppressed, k.failed, k.dropped, busy[c.id])
-    timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in driver.timeline]
-    return RunMetrics(calls, pools, wall, driver.first_root_s, driver.roots_done, sched.stale_reports,
-                      restarted_roots=driver.restarted_roots, startup_s=driver.startup_s,
-                      workers_ready_s=driver.workers_ready_s, timeline=timeline, driver_peak_rss=peak_rss(),
-                      writer_peak_rss=getattr(driver.sink, "writer_peak_rss", 0))
+    timeline = [(plan.calls[c].name, start, secs, n, worker) for c, start, secs, n, worker in stats.timeline]
+    return RunMetrics(calls, pools, stats.wall_s, stats.first_root_s, stats.roots, sched.stale_reports,
+                      restarted_roots=stats.restarted_roots, startup_s=stats.startup_s,
+                      workers_ready_s=stats.workers_ready_s, timeline=timeline, driver_peak_rss=peak_rss(),
+                      writer_peak_rss=stats.writer_peak_rss)

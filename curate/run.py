@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from os import PathLike
 from pathlib import Path
@@ -16,7 +15,7 @@ from curate.core.outcome import Issue, Item, Status
 from curate.core.plan import Plan, compile_plan
 from curate.core.scheduler import Scheduler
 from curate.deps import check_installed, plan_needs
-from curate.driver import Driver, MemorySink
+from curate.driver import Driver, input_count
 from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints
@@ -27,6 +26,7 @@ from curate.keys import IndexDigests
 from curate.metrics import RunMetrics, collect
 from curate.pipeline import Pipeline
 from curate.progress import Progress
+from curate.sinks import MemorySink
 
 
 class RunResult:
@@ -122,22 +122,40 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
         raise CurateError("retry_failed=True reruns the failed roots of an output directory; pass output_dir=")
     out = OutputDir(output_dir) if output_dir is not None else None
     if out is None:
-        sink = MemorySink(plan.outputs)
+        sink, resumed = MemorySink(plan.outputs), {}
     else:
         sink = out.open_run(plan, new_run_id(), resume=resume, allow_changed_code=allow_changed_code,
                             retry_failed=retry_failed, fingerprints=stage_fingerprints(plan), recipe=recipe, sink_options=sink_options)
-    driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink)
-    if out is not None:
-        driver.skip = sink.committed_keys - (sink.retry.failed if sink.retry else set())
-        driver.committed_digests = IndexDigests(sink.records)
-        if sink.retry:  # a retried index-keyed root may have been fixed in its input
-            driver.committed_digests.forget(int(k) for k in sink.retry.failed if k.isdigit())
-        if resume or retry_failed:
-            _check_resume(out, sink, files, key, inputs, driver.committed_digests)
-        described = files.describe() if files is not None else None
-        driver.on_start = lambda: out.run_started(driver.cluster.to_dict() if driver.cluster else None, described)
+        resumed = _resumed(out, sink, files, key, inputs, check=resume or retry_failed)
+    shown = None
     if progress or (progress is None and out is not None and sys.stderr.isatty()):
-        driver.progress = Progress(plan, sys.stderr, total=driver.total)
+        shown = Progress(plan, sys.stderr, total=input_count(inputs))
+    driver = Driver(plan, sched, inputs, input_batch_size=input_batch_size, key=key, sink=sink, progress=shown,
+                    **resumed)
+    metrics = _execute(ex, driver, plan, sched, out, sink, shown)
+    if out is not None:
+        return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
+    return RunResult(plan, sink, metrics)
+
+
+def _resumed(out: OutputDir, sink, files: FileInputs | None, key, inputs, check: bool) -> dict:
+    """What the Driver of a run into `out` is given: the roots committed before (skipped, but
+    for those a retry runs again), their index-keyed inputs' digests, and the manifest's
+    "running" once the workers are up. `check`: a resume, refused now if its inputs changed."""
+    committed = IndexDigests(sink.records)
+    if sink.retry:  # a retried index-keyed root may have been fixed in its input
+        committed.forget(int(k) for k in sink.retry.failed if k.isdigit())
+    if check:
+        _check_resume(out, sink, files, key, inputs, committed)
+    described = files.describe() if files is not None else None
+    return {"skip": sink.committed_keys - (sink.retry.failed if sink.retry else set()), "committed": committed,
+            "on_start": lambda cluster: out.run_started(cluster.to_dict() if cluster else None, described)}
+
+
+def _execute(ex, driver: Driver, plan: Plan, sched: Scheduler, out: OutputDir | None, sink,
+             shown: Progress | None) -> RunMetrics:
+    """Run the executor under Ctrl-C handling; whatever the end, close the progress lines and
+    (with an output directory) record in the manifest how the run ended. Returns its metrics."""
     status, error, pools_run = "failed", None, []
     with _ctrl_c(driver):  # from connecting to Ray until the manifest says how the run ended
         try:
@@ -161,15 +179,14 @@ def run(pipe: Pipeline, inputs: Iterable[Any], *, executor: Any = defaults.DEFAU
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            if driver.progress:
-                driver.progress.close(driver)
-            metrics = collect(plan, sched, driver, pools_run, time.perf_counter() - driver.started)
+            if shown:
+                shown.close(driver)
+            stats = driver.stats()
+            metrics = collect(plan, sched, stats, pools_run)
             if out is not None:
-                out.run_finished(sink, metrics, status=status, error=error, roots_done=driver.roots_done,
-                                 roots_skipped=driver.skipped)
-    if out is not None:
-        return RunResult(plan, sink, metrics, output_dir=out.path, run_id=sink.run_id)
-    return RunResult(plan, sink, metrics)
+                out.run_finished(sink, metrics, status=status, error=error, roots_done=stats.roots,
+                                 roots_skipped=stats.skipped)
+    return metrics
 
 
 def _check_resume(out: OutputDir, sink, files: FileInputs | None, key, inputs, digests: IndexDigests) -> None:
@@ -194,13 +211,13 @@ class RunInterrupted(KeyboardInterrupt):
 
 @contextmanager
 def _ctrl_c(driver: Driver):
-    """Ctrl-C over a whole run, from connecting to Ray to the manifest's last word. Until the
-    workers are up (`driver.starting`: connecting, actors starting) nothing is admitted, so it
-    stops the run at once; while the run goes on it asks the driver to stop at its next
-    heartbeat (after committing what is finished), and a second one stops at once. Once the
-    run is stopping (`driver.stopping`), more Ctrl-Cs are ignored: releasing the workers and
-    writing the manifest take well under a second and must finish, so that the directory says
-    what is committed (the CLI's exit after it, Ray's own shutdown, is `curate.ctrl_c`)."""
+    """Ctrl-C over a whole run, from connecting to Ray to the manifest's last word: each one is
+    `driver.interrupt()` (until the workers are up it stops the run at once; while the run
+    goes on it asks the driver to stop at its next heartbeat, after committing what is
+    finished, and a second one stops at once; once the run is stopping, more are ignored:
+    releasing the workers and writing the manifest are short and must finish, so
+    that the directory says what is committed). The CLI's exit after it, Ray's own
+    shutdown, is `curate.ctrl_c`. The driver's wake-up for a lost cluster is a SIGINT too."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -212,21 +229,14 @@ def _ctrl_c(driver: Driver):
     def ask(signum, frame):
         if driver.lost is not None:  # the watch thread's wake-up (sent once): the cluster is gone
             raise driver.lost
-        if driver.stopping:
-            return
-        at_once = driver.interrupted or driver.starting
-        driver.interrupted = True
-        if at_once:
-            driver.stopping = True
-            raise KeyboardInterrupt
+        driver.interrupt()
 
     signal.signal(signal.SIGINT, ask)
-    driver.wake = lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    driver.wake_with(lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
     try:
         yield
     finally:
-        with driver._lost_lock:  # from here on the watch thread sends no signal
-            driver.wake = None
+        driver.wake_with(None)  # under the driver's lock: from here on the watch thread sends no signal
         try:
             pass  # a wake-up sent just before is handled here, by `ask`, not by Python's default
         finally:

@@ -66,7 +66,7 @@ def run_chaos(pipe, inputs, *, seed: int, input_batch_size: int, inflight: int,
             break
         raise AssertionError("chaos driver: nothing ready, nothing in flight, run not done")
     assert sched.stale_reports == stats["duplicates_dropped"] + stats["stale_dropped"]
-    return RunResult(plan, sink, collect(plan, sched, driver, [], 0.0)), stats
+    return RunResult(plan, sink, collect(plan, sched, driver.stats(), [])), stats
 
 
 def _deliver(sched, b, rep) -> bool:

@@ -101,11 +101,12 @@ def driver() -> Driver:
 def test_what_a_ctrl_c_does_in_each_phase_of_a_run(phase):
     d = driver()  # a new run is starting: nothing admitted yet
     if phase != "starting":
-        d.starting = False
-    if phase == "asked twice":
-        d.interrupted = True
+        d.started_workers()
+    if phase in ("asked twice", "stopping"):
+        d.interrupt()  # the first Ctrl-C while the run goes on
     if phase == "stopping":
-        d.interrupted = d.stopping = True
+        with pytest.raises(KeyboardInterrupt):
+            d.heartbeat()  # commits what finished and stops the run
     stops = phase in ("starting", "asked twice")
     before = signal.getsignal(signal.SIGINT)
     with _ctrl_c(d):

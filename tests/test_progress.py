@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
+import sys
 
 import curate as cu
 from curate.core.scheduler import Scheduler
 from curate.driver import Driver, MemorySink
-from curate.executors.local import LocalExecutor
 from curate.progress import Progress
 
 Doc = cu.Domain("doc")
@@ -27,47 +27,42 @@ class Tty(io.StringIO):
         return True
 
 
-class Watched(LocalExecutor):
-    """The local executor with progress written to `stream` (run() closes it at the end)."""
-
-    def __init__(self, stream):
-        super().__init__()
-        self.stream = stream
-
-    def execute(self, driver):
-        driver.progress = Progress(driver.plan, self.stream, total=driver.total)
-        return super().execute(driver)
+def run_watched(monkeypatch, pipe, inputs, stream):
+    """cu.run on the local executor with its progress lines written to `stream` (run() gives
+    them to its driver, and closes them at the end)."""
+    monkeypatch.setattr(sys, "stderr", stream)
+    return cu.run(pipe, inputs, executor="local", progress=True)
 
 
-def test_a_finished_run_logs_roots_entities_and_failures_per_level():
+def test_a_finished_run_logs_roots_entities_and_failures_per_level(monkeypatch):
     stream = io.StringIO()
-    cu.run(pipeline(), [1, 3, 0, 4], executor=Watched(stream))
+    run_watched(monkeypatch, pipeline(), [1, 3, 0, 4], stream)
     last = stream.getvalue().strip().splitlines()[-1]
     assert "\x1b[" not in last  # not a terminal: plain log lines
     assert "doc: 4/4 done (0 resumed), 0 in flight" in last
     assert "page: 8/8 done" in last and "2 failed" in last
 
 
-def test_a_level_that_only_feeds_a_reduce_counts_its_entities_done():
+def test_a_level_that_only_feeds_a_reduce_counts_its_entities_done(monkeypatch):
     """Pages no Call runs on (they go straight into a reduce) are done once created, not left
     at 0/N."""
     pipe = cu.Pipeline(Doc)
     pages = pipe.source.expand(lambda ds: [list(range(d)) for d in ds], into=Page)
     pipe.output("docs", pages.reduce(lambda gs: [sum(g) for g in gs]))
     stream = io.StringIO()
-    cu.run(pipe, [1, 3, 0, 4], executor=Watched(stream))
+    run_watched(monkeypatch, pipe, [1, 3, 0, 4], stream)
     last = stream.getvalue().strip().splitlines()[-1]
     assert "page: 8/8 done, 0 grains run" in last
 
 
-def test_two_expands_into_one_domain_are_told_apart_by_their_call():
+def test_two_expands_into_one_domain_are_told_apart_by_their_call(monkeypatch):
     pipe = cu.Pipeline(Doc)
     first = pipe.source.expand(cu.stage(lambda ds: [[d] for d in ds], name="whole"), into=Page)
     second = pipe.source.expand(cu.stage(lambda ds: [list(range(d)) for d in ds], name="split"), into=Page)
     pipe.output("a", first.reduce(lambda gs: [len(g) for g in gs]))
     pipe.output("b", second.reduce(lambda gs: [len(g) for g in gs]))
     stream = io.StringIO()
-    cu.run(pipe, [2, 3], executor=Watched(stream))
+    run_watched(monkeypatch, pipe, [2, 3], stream)
     last = stream.getvalue().strip().splitlines()[-1]
     assert "page (whole): 2/2 done" in last and "page (split): 5/5 done" in last
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import threading
 
 import pytest
@@ -88,14 +89,10 @@ def test_progress_lines_keep_coming_while_a_stage_hangs(monkeypatch):
     def stuck(xs):  # returns once three progress lines were written while it was stuck
         return [stream.enough.wait(60) for _ in xs]
 
-    class Watched(cu.executors.local.LocalExecutor):
-        def execute(self, driver):
-            driver.progress = progress_mod.Progress(driver.plan, stream, total=driver.total)
-            return super().execute(driver)
-
     pipe = cu.Pipeline(Doc)
     pipe.output("out", pipe.source.map(stuck))
-    res = cu.run(pipe, [1], executor=Watched())
+    monkeypatch.setattr(sys, "stderr", stream)  # where run() writes its progress lines
+    res = cu.run(pipe, [1], executor="local", progress=True)
     assert res.values("out") == [True], "no progress line while the stage was stuck"
 
 
