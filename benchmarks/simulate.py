@@ -139,7 +139,7 @@ class SimCluster:
         self.curves = curves
 
     def execute(self, driver):
-        from curate.batch import run_batch
+        from curate.executors.stage_call import run_batch
         from curate.errors import Cause, build_stage
         from curate.executors.stats import PoolReport, WorkerStats
 

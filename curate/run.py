@@ -15,7 +15,7 @@ from curate.core.outcome import Issue, Item, Status
 from curate.core.plan import Plan, compile_plan
 from curate.core.scheduler import Scheduler
 from curate.deps import check_installed, plan_needs
-from curate.driver import Driver, input_count
+from curate.run_driver import Driver, input_count
 from curate.errors import ClusterLostError, CurateError
 from curate.executors import get_executor
 from curate.fingerprint import stage_fingerprints

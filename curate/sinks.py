@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Protocol
 
 from curate.core.outcome import Item, has_value
-from curate.values import LocalStore, ValueStore
+from curate.value_store import LocalStore, ValueStore
 
 
 class Sink(Protocol):

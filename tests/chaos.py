@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import random
 
-from curate.batch import run_batch
+from curate.executors.stage_call import run_batch
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 from curate.errors import Cause
 from curate.metrics import collect
 from curate.run import RunResult

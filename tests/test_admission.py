@@ -11,7 +11,7 @@ import curate as cu
 from curate.core.outcome import BatchReport
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 
 
 def doc_pipeline(ocr_batch=4, ocr_replicas=2):

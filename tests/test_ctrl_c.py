@@ -22,7 +22,7 @@ from startup_stages import HELD_WORKERS
 import curate as cu
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 from curate.run import _ctrl_c
 
 TESTS = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ import pytest
 import curate as cu
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 from curate.executors import get_executor
 from curate.metrics import collect
 

@@ -234,10 +234,10 @@ def test_grains_whose_input_was_lost_run_their_roots_again_from_the_input():
     clean run."""
     from doc_stages import Doc, Page, collect, split
 
-    from curate.batch import run_batch
+    from curate.executors.stage_call import run_batch
     from curate.core.plan import compile_plan
     from curate.core.scheduler import Scheduler
-    from curate.driver import Driver, MemorySink
+    from curate.run_driver import Driver, MemorySink
     from curate.errors import Cause
     from curate.run import RunResult
 

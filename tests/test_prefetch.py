@@ -14,7 +14,7 @@ import curate as cu
 from curate.core.outcome import DROPPED, FAILED, GROUP, PRESENT, BatchReport
 from curate.core.plan import compile_plan
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 from curate.errors import Cause
 
 Doc = cu.Domain("doc")

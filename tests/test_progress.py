@@ -7,7 +7,7 @@ import sys
 
 import curate as cu
 from curate.core.scheduler import Scheduler
-from curate.driver import Driver, MemorySink
+from curate.run_driver import Driver, MemorySink
 from curate.progress import Progress
 
 Doc = cu.Domain("doc")

@@ -50,7 +50,7 @@ def finish(s):
 
 def outcomes(s, plan, name):
     """Finish the run, then {lineage: (status, value or cause)} of one output."""
-    from curate.driver import Driver, MemorySink
+    from curate.run_driver import Driver, MemorySink
 
     finish(s)
     if not hasattr(s, "sink"):

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 
-from curate.batch import run_batch
+from curate.executors.stage_call import run_batch
 from curate.errors import Cause, build_stage
 from curate.executors.base import ExecutorRun, Flight, Replica, WorkerPool
 from curate.executors.stats import PoolReport, WorkerStats

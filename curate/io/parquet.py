@@ -22,7 +22,7 @@ from curate.io.commits import META, CommitLog, record_counts
 from curate.io.retry import Retry
 from curate.io.parts import PartRewriter, conform, merge, same, write
 from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
-from curate.values import LocalStore
+from curate.value_store import LocalStore
 
 
 CHUNK_ROWS = 4096  # rows the sink hands its writer at a time: the driver never builds more rows

@@ -1,4 +1,4 @@
-"""The Ray executor's value store (`curate.values.ValueStore`): values as references into Ray's
+"""The Ray executor's value store (`curate.value_store.ValueStore`): values as references into Ray's
 object store. Inputs travel inline; outputs are fetched once per payload; a sink's writer can be
 placed in an actor on the driver's node that fetches payloads itself. `output_calls` names the
 Calls whose payloads hold output values (the run keeps a copy of those on the driver's node)."""
@@ -13,7 +13,7 @@ from curate.executors.ray.worker import Placed
 
 
 class RayStore:
-    """Values as references into Ray's object store (see `curate.values.ValueStore`)."""
+    """Values as references into Ray's object store (see `curate.value_store.ValueStore`)."""
 
     def __init__(self):
         self._placed: list = []

@@ -7,7 +7,7 @@ import time
 
 import ray
 
-from curate.batch import run_batch
+from curate.executors.stage_call import run_batch
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause, build_stage
 from curate.executors.ray.cores import CoreMeter, usable_cores

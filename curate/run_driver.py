@@ -1,7 +1,7 @@
-"""What every executor shares around the pure scheduler: pulling input windows from a stream,
-choosing which Call a free worker serves, and handing finished roots to a sink. The Driver's
-contract (what run() gives it, what executors may call, what it gives back) is in its
-docstring."""
+"""The run's driver (not Ray's driver process): what every executor shares around the pure
+scheduler: pulling input windows from a stream, choosing which Call a free worker serves, and
+handing finished roots to a sink. The Driver's contract (what run() gives it, what executors
+may call, what it gives back) is in its docstring."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from curate.keys import IndexDigests, RootKeys, digest_hex
 from curate.metrics import RunStats
 from curate.progress import Progress
 from curate.sinks import MemorySink, Sink  # noqa: F401 - MemorySink: run() and tests import it here
-from curate.values import LocalStore, ValueStore
+from curate.value_store import LocalStore, ValueStore
 
 _END = object()
 MAX_ROOT_RESTARTS = 3  # a root that lost payloads with dead nodes this often is written FAILED
