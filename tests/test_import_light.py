@@ -236,3 +236,39 @@ def test_every_backend_and_modality_module_imports_light():
     report = _import_in_subprocess(*modules)
     offenders = _heavy(report["added"])
     assert not offenders, f"importing {modules} loaded heavy modules: {offenders}"
+
+
+# The engine's own direction (README, "How the engine is built"): core is pure; io is the sink and
+# knows no executor; executors move batches and know neither io nor the Driver's module (they are
+# handed a Driver) nor run().
+ENGINE_RULES = {
+    "curate/core": ("curate.executors", "curate.io", "curate.run", "curate.run_driver", "curate.session", "ray"),
+    "curate/io": ("curate.executors", "curate.run", "curate.run_driver", "curate.session"),
+    "curate/executors": ("curate.io", "curate.run", "curate.run_driver", "curate.session"),
+}
+
+
+def engine_import_problems(folder: str, forbidden: tuple[str, ...], repo: Path = REPO) -> list[str]:
+    """Every import under `folder` of a module in `forbidden`, as `FILE:LINE: imports MODULE`."""
+    problems = []
+    root = repo / folder
+    for path in sorted(root.rglob("*.py")):
+        package = ".".join(path.relative_to(repo).with_suffix("").parts)
+        if path.name == "__init__.py":
+            package = package.rpartition(".")[0]
+        for line, module, _, _ in _imports(ast.parse(path.read_text(encoding="utf-8")), package):
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
+                problems.append(f"{path.relative_to(repo)}:{line}: imports {module}")
+    return problems
+
+
+@pytest.mark.parametrize("folder", list(ENGINE_RULES))
+def test_the_engine_imports_go_one_way(folder):
+    assert engine_import_problems(folder, ENGINE_RULES[folder]) == []
+
+
+def test_the_engine_rule_names_the_file_and_line(tmp_path):
+    (tmp_path / "curate" / "io").mkdir(parents=True)
+    (tmp_path / "curate" / "io" / "sink.py").write_text("import json\nfrom curate.executors import peak_rss\n")
+    assert engine_import_problems("curate/io", ENGINE_RULES["curate/io"], tmp_path) == [
+        "curate/io/sink.py:2: imports curate.executors"]
