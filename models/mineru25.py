@@ -57,15 +57,8 @@ class MinerU25Model:
     """MinerU 2.5 layout and block reading on one model, over images: `layout_blocks` and
     `read_blocks`. `sizing` is the client's crop sizes, for whoever cuts the blocks' crops."""
 
-    @staticmethod
-    def requires(init: dict) -> tuple[str, ...]:
-        """The modules its engine needs (checked before a run starts): see ENGINES."""
-        return ENGINES.requires(init)
-
-    @staticmethod
-    def default_resources(init: dict) -> dict:
-        """What each worker holds for its engine: a GPU for vllm-engine, the default otherwise."""
-        return ENGINES.default_resources(init)
+    requires = ENGINES.requires  # the modules its engine imports, checked before a run starts
+    default_resources = ENGINES.default_resources  # what each worker holds for its engine
 
     def __init__(self, model: str | None = None, engine: str = "transformers", server_url: str | None = None,
                  device: str = "cuda", batch_size: int | None = None, max_new_tokens: int | None = None,

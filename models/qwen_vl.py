@@ -81,15 +81,8 @@ class QwenVLModel:
     """Qwen2.5-VL over plain items, one model per worker for both tasks (`caption`, `summarize`);
     recipes use it through the video modality's stage, `curate.modalities.video.captions:QwenVL`."""
 
-    @staticmethod
-    def requires(init: dict) -> tuple[str, ...]:
-        """The modules its engine imports (checked before a run starts): see ENGINES."""
-        return ENGINES.requires(init)
-
-    @staticmethod
-    def default_resources(init: dict) -> dict:
-        """What each worker holds for its engine, unless the pool says otherwise: see ENGINES."""
-        return ENGINES.default_resources(init)
+    requires = ENGINES.requires  # the modules its engine imports, checked before a run starts
+    default_resources = ENGINES.default_resources  # what each worker holds for its engine
 
     def __init__(self, model: str | None = None, engine: str = "transformers", device: str = "auto",
                  dtype: str = "auto", batch_size: int | None = None, prompt: str = DEFAULT_PROMPT,
