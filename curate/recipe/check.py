@@ -26,6 +26,7 @@ from curate.recipe.format import (
     hint_known,
     import_path,
 )
+from curate.recipe.stand_in import stand_in
 
 
 @dataclass
@@ -51,24 +52,6 @@ class _Step:
     @property
     def label(self) -> str:
         return f"step {self.sid!r}" if self.sid else f"step #{self.path[-1]}"
-
-
-DECLARATIONS = ("requires", "default_resources")  # stage attributes that are not methods
-
-
-class _AnyMethod(type):
-    """Metaclass of the stand-in for a stage that did not import: it has every method, so the
-    compiler checks the rest of the pipeline without repeating that problem."""
-
-    def __getattr__(cls, name: str):
-        if name.startswith("__") or name in DECLARATIONS:  # a stand-in declares nothing
-            raise AttributeError(name)
-        return lambda self, batch: batch
-
-
-def _stand_in(name: str) -> type:
-    return _AnyMethod(name or "unresolved", (), {"__init__": lambda self, **kw: None,
-                                                 "__call__": lambda self, batch: batch})
 
 
 def check(data: dict, lines) -> Checked:
@@ -199,7 +182,7 @@ class _Checker:
                                                 "one object built from a class: use stage: for a function")
                     cls = None
             params = self.params(path, spec, POOL_KEYS, label, skip=("class",))
-            out[name] = cu.Pool(cls or _stand_in(str(spec.get("class"))), name=str(name),
+            out[name] = cu.Pool(cls or stand_in(str(spec.get("class"))), name=str(name),
                                 where=self.lines.at(path), **params)
         return out
 
@@ -273,15 +256,15 @@ class _Checker:
                 self.bad(bpath + ("pool",), f"{s.label}: unknown pool name {name!r}; "
                                             f"{hint_known(name, pools, 'declare it under pools:')}")
                 params.pop("method", None)
-                s.stage = cu.stage(_stand_in(str(name)), **params)
+                s.stage = cu.stage(stand_in(str(name)), **params)
         elif "stage" in body:
             target = self.resolve(bpath + ("stage",), body["stage"], s.label)
             params = self.params(bpath, body, STAGE_KEYS, s.label, skip=("stage",))
-            s.stage = cu.stage(target or _stand_in(str(body["stage"]).rpartition(":")[2]), **params)
+            s.stage = cu.stage(target or stand_in(str(body["stage"]).rpartition(":")[2]), **params)
         else:
             self.bad(bpath, f"{s.label}: missing stage:; give stage: \"module:function\" (or \"module:Class\"), "
                             "or pool: NAME to use a pool declared under pools:")
-            s.stage = cu.stage(_stand_in("missing"))
+            s.stage = cu.stage(stand_in("missing"))
         s.stage.where = self.lines.at(s.path)
 
     # ---- the graph --------------------------------------------------------------------------
