@@ -80,6 +80,9 @@ class PageRecord:
     text_usable: bool = False
     text_reason: str = ""  # why the text layer is (not) usable: "ok", "no text layer", "garbage: ..."
     password: str | None = None
+    doc_title: str = ""  # the document's /Title metadata as PyMuPDF reads it ("" when it has none)
+    text_quality: float | None = None  # 0..1 score of the text layer (text_quality.py); None: not judged
+    orientation: int = 0  # of a page read by OCR: degrees its content is turned clockwise (0, 90, 180, 270)
 
     def __post_init__(self):
         if self.index < 0 or not (self.width_pt > 0 and self.height_pt > 0):
@@ -124,6 +127,8 @@ class RegionRecord:
     crop: object = None
     score: float | None = None
     level: int = 0  # of a title: 1 (top), 2, 3...; 0 when not a title or not known
+    size: float = 0.0  # median font size of its text in points (text layer); 0.0 when not known
+    bold: bool = False  # all its text is bold (text layer)
     seconds: float = 0.0  # time the stages that found and read it spent on it (a page pass: shared out)
 
     def __post_init__(self):
@@ -181,6 +186,15 @@ class PageMarkdown:
     width_pt: float = 0.0
     height_pt: float = 0.0
     reason: str = ""  # why this route: the text layer's verdict ("ok", "no text layer", "garbage: ...")
+    language: str = ""  # ISO 639-1 code of the page's main language ("" when it cannot be told)
+    language_score: float | None = None  # the detector's confidence, 0..1
+    rotation: int = 0  # degrees the page's content is turned (its /Rotate, or what OCR found)
+    has_table: bool = False
+    has_figure: bool = False
+    has_equation: bool = False
+    ocr_confidence: float | None = None  # mean recognition confidence of the OCR lines kept; None: no OCR
+    text_quality: float | None = None  # 0..1 score of the page's text (text_quality.py)
+    titles: tuple = ()  # (font size, bold) of each title block in page order, for levelling across pages
 
     def __post_init__(self):
         if self.route not in ROUTES:
