@@ -64,12 +64,12 @@ class Layout:
         with MUPDF_LOCK:
             page = self.cache.page(record)
             if self.model == "rules" or plain_page(page, self.mod):
-                found = page_regions(page, self.mod, self.tables)
+                found = page_regions(page, self.mod, self.tables, skip=record.ocr_boxes)
             else:
                 from curate.modalities.pdf.layout_regions import layout_regions
 
                 page.get_layout()
-                found = layout_regions(page, self.mod, list(page.layout_information or []))
+                found = layout_regions(page, self.mod, list(page.layout_information or []), skip=record.ocr_boxes)
         share = (time.perf_counter() - start) / max(len(found), 1)
         return [replace(r, seconds=share) for r in found]
 

@@ -37,15 +37,15 @@ TITLE_KEEP_RATIO = 0.9  # a `title` box under this share of the page's largest t
 SECTION_LEVEL_RATIO = 1.3  # a section header this much above the body size is level 2, else 3
 
 
-def layout_regions(page: Any, mod: Any, boxes: list, table_content=None) -> list[RegionRecord]:
+def layout_regions(page: Any, mod: Any, boxes: list, table_content=None, skip: tuple = ()) -> list[RegionRecord]:
     """The regions of a pymupdf.Page from `boxes` ([x0, y0, x1, y1, class] of the layout model),
     in reading order. `table_content(page, mod, bbox) -> str` reads a table box's cells (default:
-    `tables.table_content`)."""
+    `tables.table_content`); lines inside a box of `skip` (garbage text OCR reads) are left out."""
     if table_content is None:
         from curate.modalities.pdf.tables import table_content
     width, height = page.cropbox.width, page.cropbox.height
     boxes = [(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS]
-    lines = _lines(page, mod)
+    lines = [ln for ln in _lines(page, mod) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
     owner = [_owner(line["bbox"], boxes) for line in lines]
     body = rules._body_size([{"size": ln["size"], "text": ln["text"]} for ln in lines])
     found: list[RegionRecord] = []

@@ -20,6 +20,7 @@ names the file and the page; the other pages of its document go on.
 from __future__ import annotations
 
 import time
+import unicodedata
 from dataclasses import replace
 
 from curate.modalities.pdf.documents import (
@@ -31,7 +32,7 @@ from curate.modalities.pdf.documents import (
 )
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import TABLE_MODES, page_regions, text_flags
-from curate.modalities.pdf.textlayer import judge, route_of
+from curate.modalities.pdf.textlayer import BAD_CATEGORIES, MAX_BAD_FRACTION, MIN_SAMPLE_CHARS, judge, route_of
 
 import curate as cu
 
@@ -65,15 +66,18 @@ class PdfText:
             area = page.cropbox.width * page.cropbox.height
             cover = sum(_area(i["bbox"]) for i in page.get_image_info()) / area
             drawings = 0 if text.strip() else len(page.get_cdrawings())
-        verdict = judge(text, image_cover=min(cover, 1.0), drawings=drawings, force_ocr=self.force_ocr)
-        return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=verdict.reason)
+            verdict = judge(text, image_cover=min(cover, 1.0), drawings=drawings, force_ocr=self.force_ocr)
+            bad = garbage_blocks(page, self.mod) if verdict.usable else ()
+        reason = verdict.reason if not bad else f"{verdict.reason}; {len(bad)} block(s) of garbage text read by OCR"
+        return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=reason,
+                       ocr_boxes=bad)
 
     def _regions(self, record: PageRecord) -> list[RegionRecord]:
         if route_of(record) != "text_layer":
             return []
         start = time.perf_counter()
         with MUPDF_LOCK:
-            found = page_regions(self._page(record), self.mod, self.tables)
+            found = page_regions(self._page(record), self.mod, self.tables, skip=record.ocr_boxes)
         share = (time.perf_counter() - start) / max(len(found), 1)
         return [replace(r, seconds=share) for r in found]
 
@@ -94,6 +98,29 @@ class PdfText:
             return cu.ItemFailure(cu.InputError(
                 f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
                 f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+
+
+def garbage_blocks(page, mod) -> tuple:
+    """Boxes of a usable page's text blocks whose own text is garbage (a symbol font without a
+    Unicode mapping in one list, a page that is otherwise fine): they go to OCR alone."""
+    boxes = []
+    for block in page.get_text("blocks", flags=text_flags(mod)):
+        if block[6] != 0:
+            continue
+        if block_is_garbage(block[4]):
+            boxes.append(tuple(round(float(v), 2) for v in block[:4]))
+    return tuple(boxes)
+
+
+def block_is_garbage(text: str) -> bool:
+    """A block's text is garbage: enough characters to judge and too many U+FFFD, private-use
+    or control characters (the letters-and-digits floor is a page rule: a table of contents'
+    dot leaders are a block of mostly dots)."""
+    chars = [c for c in text if not c.isspace()]
+    if len(chars) < MIN_SAMPLE_CHARS:
+        return False
+    bad = sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) in BAD_CATEGORIES)
+    return bad / len(chars) > MAX_BAD_FRACTION
 
 
 def _area(bbox) -> float:

@@ -83,6 +83,7 @@ class PageRecord:
     doc_title: str = ""  # the document's /Title metadata as PyMuPDF reads it ("" when it has none)
     text_quality: float | None = None  # 0..1 score of the text layer (text_quality.py); None: not judged
     orientation: int = 0  # of a page read by OCR: degrees its content is turned clockwise (0, 90, 180, 270)
+    ocr_boxes: tuple = ()  # of a text-layer page: boxes (points) of blocks whose text is garbage, read by OCR
 
     def __post_init__(self):
         if self.index < 0 or not (self.width_pt > 0 and self.height_pt > 0):

@@ -64,9 +64,11 @@ def text_flags(mod) -> int:
     return mod.TEXT_PRESERVE_WHITESPACE | mod.TEXT_MEDIABOX_CLIP
 
 
-def page_regions(page: Any, mod: Any, tables: str = "lines") -> list[RegionRecord]:
-    """The regions of a pymupdf.Page in reading order (`order` 0, 1, 2...)."""
-    blocks = [b for b in page.get_text("dict", flags=text_flags(mod))["blocks"] if b.get("type") == 0]
+def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = ()) -> list[RegionRecord]:
+    """The regions of a pymupdf.Page in reading order (`order` 0, 1, 2...), without the blocks
+    inside a box of `skip` (garbage text that OCR reads)."""
+    blocks = [b for b in page.get_text("dict", flags=text_flags(mod))["blocks"]
+              if b.get("type") == 0 and not any(_inside(_center(b["bbox"]), s) for s in skip)]
     found = _tables(page, mod, tables)
     blocks = [b for b in blocks if not any(_inside(_center(b["bbox"]), t.bbox) for t in found)]
     texts = [t for t in (_block_text(b) for b in blocks) if t["text"]]
@@ -274,8 +276,16 @@ def _box(bbox) -> tuple[float, float, float, float]:
 # ---- the OCR branch's expand --------------------------------------------------------------------
 def scan_regions(pages: list) -> list[list[RegionRecord]]:
     """Expand: a checked page routed to OCR is one full-page region without content, for the OCR
-    branch to render and read; any other page has none here (its regions come from its text layer).
+    branch to render and read; a text-layer page has one region per block of garbage text in it
+    (`ocr_boxes`, usually none); an empty page has none.
     A light stage of its own, so a scanned page goes on to OCR as soon as it is checked, without
     waiting for the text-layer pages of its batch to be cut into regions."""
     return [[RegionRecord(kind="text", bbox=(0.0, 0.0, p.width_pt, p.height_pt), order=0)]
-            if route_of(p) == "ocr" else [] for p in pages]
+            if route_of(p) == "ocr" else _garbage_regions(p) for p in pages]
+
+
+def _garbage_regions(page) -> list[RegionRecord]:
+    """A text-layer page's blocks of garbage text (`PageRecord.ocr_boxes`) as regions for OCR."""
+    if route_of(page) != "text_layer":
+        return []
+    return [RegionRecord(kind="text", bbox=_box(b), order=k) for k, b in enumerate(page.ocr_boxes)]
