@@ -43,21 +43,38 @@ def layout_regions(page: Any, mod: Any, boxes: list, table_content=None, skip: t
     `tables.table_content`); lines inside a box of `skip` (garbage text OCR reads) are left out."""
     if table_content is None:
         from curate.modalities.pdf.tables import table_content
-    width, height = page.cropbox.width, page.cropbox.height
+    view = View(page)
     boxes = [(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS]
     lines = [ln for ln in _lines(page, mod) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
+    for ln in lines:
+        ln["vertical"] = ln["vertical"] != view.turned  # as the page is shown: /Rotate 90 turns vertical lines level
+    view.vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2  # tategaki: columns right to left
     owner = [_owner(line["bbox"], boxes) for line in lines]
     body = rules._body_size([{"size": ln["size"], "text": ln["text"]} for ln in lines])
     found: list[RegionRecord] = []
     boxes = _demote_titles(boxes, lines, owner)
-    edges = _edges(boxes)
+    view.edges = _edges([(view.shown(b), label) for b, label in boxes])
     for k, (bbox, label) in enumerate(boxes):
         mine = [ln for ln, o in zip(lines, owner) if o == k]
-        region = _region(page, mod, bbox, label, mine, body, (width, height, edges), table_content)
+        region = _region(page, mod, bbox, label, mine, body, view, table_content)
         if region is not None:
             found.append(region)
-    found += _leftovers(page, mod, [ln for ln, o in zip(lines, owner) if o is None], body, height)
-    return _in_order(found)
+    found += _leftovers([ln for ln, o in zip(lines, owner) if o is None], body, view)
+    return _in_order(found, view)
+
+
+class View:
+    """The page as it is shown (its /Rotate applied): where margins are and which way is up.
+    Boxes stay in unrotated points (records.py); `shown` maps one into the shown page."""
+
+    def __init__(self, page: Any):
+        self.matrix, self.turned = page.rotation_matrix, page.rotation in (90, 270)
+        self.width, self.height = page.rect.width, page.rect.height
+        self.vertical, self.edges = False, (0.0, 0.0)
+        self._rect = type(page.rect)
+
+    def shown(self, bbox) -> tuple[float, float, float, float]:
+        return rules._box(self._rect(bbox) * self.matrix)
 
 
 def _lines(page: Any, mod: Any) -> list[dict]:
@@ -82,8 +99,8 @@ def _owner(bbox, boxes: list) -> int | None:
     return min(inside, key=lambda k: _area(boxes[k][0])) if inside else None
 
 
-def _region(page, mod, bbox, label, lines, body, size, table_content) -> RegionRecord | None:
-    kind, (width, height, edges) = LAYOUT_KINDS[label], size
+def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> RegionRecord | None:
+    kind = LAYOUT_KINDS[label]
     if kind == "figure":
         return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
     if kind == "table":
@@ -93,12 +110,15 @@ def _region(page, mod, bbox, label, lines, body, size, table_content) -> RegionR
         kind = "text"  # the model saw a table the cells do not confirm: keep its text
     if not lines:
         return None
-    texts = [" ".join(lines[i]["text"] for i in row) for row in group_lines([ln["bbox"] for ln in lines])]
+    if view.vertical:  # columns of vertical writing: MuPDF's own line order
+        texts = [ln["text"] for ln in lines]
+    else:  # rows of the page as shown; a superscript or a split span joins its row
+        texts = [" ".join(lines[i]["text"] for i in row) for row in group_lines([view.shown(ln["bbox"]) for ln in lines])]
     text = rules.join_lines(texts)
     sizes = statistics.median(ln["size"] for ln in lines)
     bold = all(ln["bold"] for ln in lines)
     vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2
-    kind = _paratext(kind, bbox, text, vertical, width, height, edges)
+    kind = _paratext(kind, view.shown(bbox), text, vertical and not view.vertical, view)
     level = 0
     content = text
     if kind == "title":
@@ -132,13 +152,16 @@ def _edges(boxes: list) -> tuple[float, float]:
     return (min(b[1] for b in body), max(b[3] for b in body)) if body else (0.0, 0.0)
 
 
-def _paratext(kind: str, bbox, text: str, vertical: bool, width: float, height: float, edges) -> str:
-    """Headers, footers, page numbers and margin stamps by class and position (see the docstring):
-    a header is in the top `EDGE_ZONE` of the page or above all of its body, a footer likewise."""
+def _paratext(kind: str, bbox, text: str, turned: bool, view: View) -> str:
+    """Headers, footers, page numbers and margin stamps by class and position (see the docstring),
+    on the page as shown: a header is in the top `EDGE_ZONE` or above all of the body, a footer
+    likewise at the bottom; `turned` text (across the page's own direction) in a side margin is
+    a margin note."""
+    width, height, edges = view.width, view.height, view.edges
     top = bbox[3] <= max(height * EDGE_ZONE, edges[0] + 1)
     bottom = bbox[1] >= min(height * (1 - EDGE_ZONE), edges[1] - 1)
     side = bbox[2] <= width * SIDE_ZONE or bbox[0] >= width * (1 - SIDE_ZONE)
-    if vertical and side:
+    if turned and side:
         return "aside"
     if (top or bottom) and rules.PAGE_NUMBER.match(text):
         return "page_number"
@@ -149,30 +172,32 @@ def _paratext(kind: str, bbox, text: str, vertical: bool, width: float, height: 
     return kind
 
 
-def _leftovers(page, mod, lines: list[dict], body: float, height: float) -> list[RegionRecord]:
+def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]:
     """Lines no layout box holds, grouped by their PDF block and classified by `regions`' rules."""
     by_block: dict[tuple, list[dict]] = {}
     for ln in lines:
         by_block.setdefault(ln["block"], []).append(ln)
     out = []
-    vertical_page = False
     for block, group in by_block.items():
         texts = [ln["text"] for ln in group]
         t = {"bbox": _union([ln["bbox"] for ln in group]), "lines": texts, "text": rules.join_lines(texts),
              "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
              "mono": all(ln["mono"] for ln in group),
              "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}
-        r = rules._classify(t, body, height, vertical_page)
-        out.append(RegionRecord(kind=r.kind, bbox=r.bbox, order=0, content=r.content, source=rules.SOURCE,
+        r = rules._classify(dict(t, bbox=view.shown(t["bbox"])), body, view.height, view.vertical)
+        out.append(RegionRecord(kind=r.kind, bbox=t["bbox"], order=0, content=r.content, source=rules.SOURCE,
                                 level=r.level, size=float(t["size"]), bold=t["bold"]))
     return out
 
 
-def _in_order(found: list[RegionRecord]) -> list[RegionRecord]:
-    """Body regions by XY-cut, then paratext (headers, footers, margin notes) by XY-cut."""
+def _in_order(found: list[RegionRecord], view: View) -> list[RegionRecord]:
+    """Body regions by XY-cut on the page as shown, then paratext (headers, footers, margin
+    notes) likewise."""
     body = [r for r in found if r.kind not in PARATEXT]
     para = [r for r in found if r.kind in PARATEXT]
-    ordered = [body[i] for i in xy_cut([r.bbox for r in body])] + [para[i] for i in xy_cut([r.bbox for r in para])]
+    order = [[group[i] for i in xy_cut([view.shown(r.bbox) for r in group], right_to_left=view.vertical)]
+             for group in (body, para)]
+    ordered = order[0] + order[1]
     return [_with_order(r, k) for k, r in enumerate(ordered)]
 
 
