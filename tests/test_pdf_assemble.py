@@ -101,3 +101,12 @@ def test_the_tableformer_paper_s_sections_share_a_level(monkeypatch):
     assert heads[0] == "# TABLEFORMER: Robust Transformer Modeling for Table-Text Encoding"
     for section in ("Abstract", "1 Introduction", "Acknowledgments", "References"):
         assert f"## {section}" in heads, heads
+
+
+def test_the_metadata_title_reaches_the_pages_and_is_trusted_only_when_it_names_the_document():
+    from curate.modalities.pdf.documents import PdfPages
+
+    form, fax = PdfPages()([str(REAL / "pdfjs_prefilled_f1040.pdf"), str(REAL / "docling_scanned_fax_letter.pdf")])
+    assert {p.doc_title for p in form} == {"2010 Form 1040"} and fax[0].doc_title.startswith("Screenshot")
+    rows = page_markdown([(p, [_region("text", 0, ENGLISH)], []) for p in (form[0], fax[0])])
+    assert [r.doc_title for r in rows] == ["2010 Form 1040", ""]

@@ -194,7 +194,8 @@ def _headings(blocks: list[str], titles: tuple) -> list[tuple[int, tuple]]:
     return list(zip(found, titles)) if len(found) == len(titles) else []
 
 
-def level_headings(pages: list[list[str]], titles: list[tuple], title_at: tuple[int, int] | None = None) -> list[list[str]]:
+def level_headings(pages: list[list[str]], titles: list[tuple],
+                   title_at: tuple[int, int] | None = None) -> list[list[str]]:
     """The pages' blocks with their headings levelled over the whole document, by font (size
     within `SIZE_TOLERANCE`, then bold before regular): the document's title heading
     (`title_at`: page, block) is `#`; the fonts of headings on more than one page (chapters,
@@ -204,25 +205,20 @@ def level_headings(pages: list[list[str]], titles: list[tuple], title_at: tuple[
     Headings whose font is not known (size 0) keep their level."""
     paired = [_headings(blocks, t) for blocks, t in zip(pages, titles)]
     sizes = sorted({float(f[0]) for page in paired for _, f in page if f[0] > 0}, reverse=True)
-    seen: dict[tuple, set] = {}
-    for p, page in enumerate(paired):
-        for i, f in page:
-            if f[0] > 0:
-                seen.setdefault(_style(*f, sizes), set()).add(p)
-    if not seen:
+    fonts = {(p, i): _style(*f, sizes) for p, page in enumerate(paired) for i, f in page if f[0] > 0}
+    if not fonts:
         return pages
-    several = len(set().union(*seen.values())) > 1
+    seen: dict[tuple, set] = {}
+    for (p, _), style in fonts.items():
+        seen.setdefault(style, set()).add(p)
+    several = len({p for p, _ in fonts}) > 1  # one page: every font is structural
     structural = sorted((st for st, ps in seen.items() if len(ps) > 1 or not several), key=_rank)
-    fonts = dict(paired[title_at[0]]) if title_at else {}
-    title_style = _style(*fonts[title_at[1]], sizes) if title_at and title_at[1] in fonts and fonts[title_at[1]][0] > 0 else None
-    first = 1 if title_style is None or title_style in structural else 2
+    first = 2 if title_at in fonts and fonts[title_at] not in structural else 1
     level = {st: min(first + k, MAX_LEVEL) for k, st in enumerate(structural)}
     out = [list(blocks) for blocks in pages]
-    for p, page in enumerate(paired):
-        for i, f in page:
-            if f[0] > 0:
-                n = 1 if (p, i) == title_at else level.get(_style(*f, sizes)) or _nearest(_style(*f, sizes), structural, level, first)
-                out[p][i] = "#" * n + " " + HEADING.sub("", out[p][i], count=1)
+    for (p, i), style in fonts.items():
+        n = 1 if (p, i) == title_at else level.get(style) or _nearest(style, structural, level, first)
+        out[p][i] = "#" * n + " " + HEADING.sub("", out[p][i], count=1)
     return out
 
 

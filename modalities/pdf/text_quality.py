@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 
 MIN_SAMPLE_CHARS = 12  # non-space characters needed before a text can be judged (a short region or title page)
 MIN_QUALITY = 0.9  # under it: a tenth of its characters unreadable, OCR reads it better (docs/benchmarks.md)
@@ -33,18 +34,20 @@ MIN_ALNUM_FRACTION = 0.25  # letters and digits: below every real born-digital p
 ACCENT_SHARE = 0.5  # more than this share of a token's letters accented Latin-1: a shifted cipher...
 ACCENT_MIN_LETTERS = 4  # ...when it has this many letters ("été": 3) or no plain letter at all ("ìê")
 BAD_CATEGORIES = frozenset({"Co", "Cc", "Cs", "Cn"})  # private use, control, surrogate, unassigned
-TOKEN = re.compile(r"\S+")
+NON_ASCII = re.compile(r"[^\x00-\x7f]")
+ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1b\x7f]")  # \x1c-\x1f count as spaces in Python
+NOT_ALNUM = re.compile(r"[\W_]+")  # what is not a letter or a digit, any script (as str.isalnum)
 
 
 def score(text: str, min_chars: int = MIN_SAMPLE_CHARS) -> tuple[float, str]:
     """(0..1, "" or why the text is garbage) for `text` (see the module docstring)."""
-    chars = [c for c in text if not c.isspace()]
-    n = len(chars)
+    n = len("".join(text.split()))  # the counts run in C: this is on every page's path
     if n == 0 or n < min_chars:
         return 1.0, ""
-    bad = sum(1 for c in chars if is_unmapped(c))
-    cipher = sum(len(t) for t in TOKEN.findall(text) if is_cipher_token(t))
-    alnum = sum(1 for c in chars if c.isalnum())
+    others = Counter(NON_ASCII.findall(text))
+    bad = len(ASCII_CONTROL.findall(text)) + sum(k for c, k in others.items() if is_unmapped(c))
+    cipher = sum(len(t) for t in text.split() if not t.isascii() and is_cipher_token(t)) if others else 0
+    alnum = len(NOT_ALNUM.sub("", text))
     value = max(0.0, 1.0 - (bad + cipher) / n)
     if alnum / n < MIN_ALNUM_FRACTION:
         value = min(value, alnum / n)

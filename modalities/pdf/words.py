@@ -31,8 +31,9 @@ from collections import Counter
 
 SOFT_HYPHEN = "\u00ad"
 HYPHEN_PREFIXES = frozenset({"self", "well", "quasi"})  # English prefixes that keep their hyphen
-LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-                           "\ufb05": "st", "\ufb06": "st"})
+LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
+             "\ufb06": "st"}
+LIGATURE = re.compile("[\ufb00-\ufb06]")  # a regex scan: str.translate walks every character in Python
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
 _PART = r"[^\W_]+(?:-[^\W_]+)*"  # a word, possibly hyphenated ("state-of-the")
 WORD = re.compile(_PART)
@@ -41,7 +42,7 @@ MARKED = re.compile(rf"(?<![\w-])({_PART}){SOFT_HYPHEN}({_PART})")
 
 def normalize(text: str) -> str:
     """`text` with its ligatures (ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ) written as letters."""
-    return text.translate(LIGATURES)
+    return LIGATURE.sub(lambda m: LIGATURES[m.group()], text)
 
 
 def join_lines(lines: list[str]) -> str:
@@ -78,7 +79,7 @@ def _soft_break(out: str, line: str) -> bool:
 
 def vocabulary(text: str) -> Counter:
     """How often each word (lowercase, inner hyphens kept: "table-text") occurs in `text`."""
-    return Counter(w.lower() for w in WORD.findall(text))
+    return Counter(WORD.findall(text.lower()))
 
 
 def decide(left: str, right: str, vocab: Counter) -> str:
