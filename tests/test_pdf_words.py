@@ -20,6 +20,7 @@ def test_lines_join_with_a_marker_at_each_possible_soft_break():
     assert words.join_lines(["A word that is hyph-", "enated here,", "and  spaced."]) == \
         f"A word that is hyph{SHY}enated here, and spaced."
     assert words.join_lines(["We use TABLE-", "FORMER: it"]) == f"We use TABLE{SHY}FORMER: it"
+    assert words.join_lines(["a hy\u2010", "phen"]) == f"a hy{SHY}phen"  # U+2010 HYPHEN
     assert words.join_lines(["well-", "Known stays"]) == "well- Known stays"  # a capital after a lowercase word
     assert words.join_lines(["GPT-", "4 and x-", "2"]) == "GPT- 4 and x- 2"  # a digit: no word broken
     assert words.join_lines([f"a soft{SHY}", "ware"]) == "a software"  # the PDF's own soft hyphen

@@ -30,6 +30,7 @@ import re
 from collections import Counter
 
 SOFT_HYPHEN = "\u00ad"
+LINE_HYPHENS = ("-", "\u2010")  # HYPHEN-MINUS, and HYPHEN as some typesetters write it
 HYPHEN_PREFIXES = frozenset({"self", "well", "quasi"})  # English prefixes that keep their hyphen
 LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
              "\ufb06": "st"}
@@ -69,7 +70,7 @@ def join_lines(lines: list[str]) -> str:
 
 def _soft_break(out: str, line: str) -> bool:
     """Whether `out` ends with a hyphen that may be a soft break before `line`."""
-    if not (out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[0].isalpha()):
+    if not (out.endswith(LINE_HYPHENS) and len(out) > 1 and out[-2].isalpha() and line[0].isalpha()):
         return False
     if line[0].islower():
         return True
