@@ -42,6 +42,9 @@ def test_a_page_row_carries_its_attributes():
     assert (row.language, row.rotation, row.has_table, row.has_figure, row.has_equation) == ("en", 90, True, True, True)
     assert row.language_score > 0.9 and row.text_quality == 1.0 and row.ocr_confidence is None
     assert row.titles == ((12.0, True), (11.0, False))
+    numbers = "| - | - | - |\n| --- | --- | --- |\n" + "| 1 | | 2 |\n" * 20
+    (table,) = page_markdown([(_page(), [_region("table", 0, numbers)], [])])
+    assert table.text_quality == 1.0  # its pipes and rules are the Markdown's, not broken glyphs
     ocr = [_region("text", 0, "first line\nsecond line\nthird line", source="rapidocr", score=0.9),
            _region("text", 1, "a stamp", source="rapidocr", score=0.5), _region("text", 2, "unread", source="rapidocr")]
     (scan,) = page_markdown([(_page(text_usable=False, text_reason="no text layer", orientation=180), [], ocr)])

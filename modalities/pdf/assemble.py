@@ -59,6 +59,7 @@ TABLE_ROW = re.compile(r"^\|.*\|$")
 HTML_ROW = re.compile(r"<tr[\s>].*?</tr>", re.IGNORECASE | re.DOTALL)
 HTML_CELL = re.compile(r"<t[dh][\s>]", re.IGNORECASE)
 HEADING = re.compile(r"^(#{1,6}) ")
+MARKUP = re.compile(r"<[^<>\n]{1,200}>|-{3,}|[|#*`$]")  # HTML tags, table rules, Markdown's marks
 OCR_SOURCE = "rapidocr"
 SIZE_TOLERANCE = 0.5  # points: heading sizes this close are one font (rounding, a scaled page)
 MAX_LEVEL = 6  # Markdown's deepest heading
@@ -117,10 +118,11 @@ def ocr_confidence(regions: list[RegionRecord]) -> float | None:
 
 
 def _quality(page: PageRecord, markdown: str) -> float | None:
-    """The score of the page's text as written (its OCR text on an OCR page); the text layer's
+    """The score of the page's text as written (its OCR text on an OCR page), without the
+    Markdown's own syntax (a table's pipes and rules are no broken glyphs); the text layer's
     score when nothing was written."""
     if markdown.strip():
-        return text_quality.score(markdown)[0]
+        return text_quality.score(MARKUP.sub(" ", markdown))[0]
     return page.text_quality
 
 

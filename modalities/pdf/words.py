@@ -126,6 +126,8 @@ def reresolve(text: str, spans, vocab: Counter) -> str:
     """`text` (resolved by `resolve`, spans as it gave them) with each word decided again by
     `vocab` (the document's)."""
     for start, split, end in sorted(spans, reverse=True):
+        if not 0 <= start < split < end <= len(text):
+            continue  # not a span of this text (a row written by another version): left as it is
         left, rest = text[start:split], text[split:end]
         right = rest[1:] if rest.startswith("-") else rest
         text = text[:start] + decide(left, right, vocab) + text[end:]
