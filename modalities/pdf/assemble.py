@@ -5,10 +5,19 @@
   reading order: titles as `#`/`##`/`###` (by `level`), lists as `- item` (enumerations kept),
   tables as they come (Markdown, or HTML from a layout model), code fenced, figures as a
   placeholder (`FIGURE`), formulas as `$$...$$`; paratext (headers, footers, page numbers,
-  asides) is dropped. The row says the page's route and why (`reason`), and the seconds its
-  stages spent on it.
+  asides) is dropped. Ligatures are written as letters and each word hyphenated at a line end
+  is resolved by the page's words (`words.resolve`: no U+00AD is left). The row says the
+  page's route and why (`reason`), the seconds its stages spent on it, and its attributes:
+  language (`language.detect`), rotation, whether it has a table, a figure, an equation, its
+  OCR confidence (`ocr_confidence`), its text's score (`text_quality.score`), the font of each
+  heading (`titles`), the line-end hyphens it resolved (`hyphens`) and the document's
+  metadata title when it can be trusted (`trusted_title`).
 - `document_markdown` joins a document's pages in page order (the lineage order: a page's
-  number is its ordinal, never a field), after two clean-ups across pages:
+  number is its ordinal, never a field), after these passes across pages:
+    - each line-end hyphen decided again by the whole document's words (`words.reresolve`:
+      "TABLE-" + "FORMER" is "TABLEFORMER" in a paper that writes TableFormer);
+    - headings levelled over the document (`level_headings`): one level per font, the same
+      font at the same level on every page;
     - running headers and footers: a short line among the first or last `EDGE_BLOCKS` blocks of
       a page that comes back (page numbers ignored, so "Page 3" and "Page 4" are one line) on at least
       `REPEAT_MIN` pages within `REPEAT_WINDOW` pages around it (a window, so a header that
@@ -16,13 +25,18 @@
     - a table continued across a page break is merged into one (as MinerU 2.5 does): when a
       page ends with a table and the next page starts with one with the same number of
       columns, the second's rows are appended to the first (a repeated header row is dropped).
+  Its `title` is the metadata title when trustworthy, else the first page's largest heading
+  (`title_heading`), else the document's first `#` heading.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 
+from curate.modalities.pdf import text_quality, words
+from curate.modalities.pdf.language import detect as detect_language
 from curate.modalities.pdf.records import (
     PARATEXT,
     ROUTES,
@@ -44,6 +58,18 @@ EDGE_NUMBER_RE = re.compile(r"^[\divxlc]+\b|\b\d+$")  # a page number at the sta
 TABLE_ROW = re.compile(r"^\|.*\|$")
 HTML_ROW = re.compile(r"<tr[\s>].*?</tr>", re.IGNORECASE | re.DOTALL)
 HTML_CELL = re.compile(r"<t[dh][\s>]", re.IGNORECASE)
+HEADING = re.compile(r"^(#{1,6}) ")
+MARKUP = re.compile(r"<[^<>\n]{1,200}>|-{3,}|[|#*`$]")  # HTML tags, table rules, Markdown's marks
+OCR_SOURCE = "rapidocr"
+SIZE_TOLERANCE = 0.5  # points: heading sizes this close are one font (rounding, a scaled page)
+MAX_LEVEL = 6  # Markdown's deepest heading
+TITLE_MIN_WORDS = 2  # the document's title has words; "Redpaper" (70 pt) is a brand
+MIN_TITLE_CHARS = 3  # a shorter /Title names nothing
+PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document", "front cover",
+                                "cover", "slide 1", "page 1", "none", "null"})
+APP_TITLE = re.compile(r"^(?:microsoft (?:word|powerpoint|excel)|powerpoint presentation|word document)\b", re.I)
+FILE_NAME = re.compile(r"\.(?:pdf|docx?|rtf|odt|pptx?|xlsx?|png|jpe?g|gif|tiff?|bmp|tex|dvi|e?ps|indd|qxd|txt|html?)$"
+                       r"|^[a-z]:\\|[\\/][^\s\\/]+[\\/]", re.I)
 
 
 def collect(groups: list[list[RegionRecord]]) -> list[list[RegionRecord]]:
@@ -58,18 +84,58 @@ def page_markdown(items: list[tuple[PageRecord, list[RegionRecord], list[RegionR
 
 def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
     regions = sorted(regions, key=lambda r: r.order)
-    blocks = []
+    blocks, titles = [], []
     for prev, region in zip([None, *regions], regions):
         block = region_markdown(region)
         if block and prev is not None and prev.kind == region.kind == "code" and blocks[-1].startswith("```"):
             blocks[-1] = blocks[-1][:-4] + block[3:]  # a listing cut into blocks is one fence
         elif block:
             blocks.append(block)
-    markdown = "\n\n".join(blocks)
+            if region.kind == "title":
+                titles.append((float(region.size), bool(region.bold)))
+    markdown, hyphens = words.resolve(words.normalize("\n\n".join(blocks)))
     route = _route(page, regions)
+    language, language_score = detect_language(markdown)
     return PageMarkdown(markdown=markdown, route=route, chars=len(markdown), regions=len(regions),
                         seconds=round(sum(r.seconds for r in regions), 6), width_pt=page.width_pt,
-                        height_pt=page.height_pt, reason=page.text_reason)
+                        height_pt=page.height_pt, reason=page.text_reason, language=language,
+                        language_score=language_score, rotation=page.orientation or page.rotation,
+                        has_table=any(r.kind == "table" and (r.content or "").strip() for r in regions),
+                        has_figure=any(r.kind == "figure" for r in regions),
+                        has_equation=any(r.kind == "formula" for r in regions),
+                        ocr_confidence=ocr_confidence(regions), text_quality=_quality(page, markdown),
+                        titles=tuple(titles), hyphens=hyphens, doc_title=trusted_title(page.doc_title, page.path))
+
+
+def ocr_confidence(regions: list[RegionRecord]) -> float | None:
+    """Mean recognition confidence of a page's OCR regions, each weighted by its lines of text
+    (a region of 40 lines says more than a stamp of one); None when OCR read none."""
+    scored = [(r.score, max(1, (r.content or "").count("\n") + 1)) for r in regions
+              if r.source == OCR_SOURCE and r.score is not None]
+    if not scored:
+        return None
+    return round(sum(s * n for s, n in scored) / sum(n for _, n in scored), 4)
+
+
+def _quality(page: PageRecord, markdown: str) -> float | None:
+    """The score of the page's text as written (its OCR text on an OCR page), without the
+    Markdown's own syntax (a table's pipes and rules are no broken glyphs); the text layer's
+    score when nothing was written."""
+    if markdown.strip():
+        return text_quality.score(MARKUP.sub(" ", markdown))[0]
+    return page.text_quality
+
+
+def trusted_title(title: str, path: str = "") -> str:
+    """`title` (a document's /Title metadata) when it names the document, else "": not a
+    placeholder ("untitled", "Front cover"), not an application's label ("Microsoft Word -
+    x.doc"), not a file name ("Binder1.pdf", "Screenshot ... .png", the PDF's own name)."""
+    title = " ".join((title or "").split())
+    stem = os.path.splitext(os.path.basename(path))[0].lower() if path else ""
+    if (len(title) < MIN_TITLE_CHARS or not any(c.isalpha() for c in title) or title.lower() in PLACEHOLDER_TITLES
+            or APP_TITLE.match(title) or FILE_NAME.search(title) or (stem and title.lower() == stem)):
+        return ""
+    return title
 
 
 def _route(page: PageRecord, regions: list[RegionRecord]) -> str:
@@ -98,7 +164,7 @@ def region_markdown(region: RegionRecord) -> str:
         return f"```\n{region.content.strip(chr(10))}\n```"
     if kind == "formula":
         return text if text.startswith("$") else f"$$\n{text}\n$$"
-    return text
+    return "\\" + text if HEADING.match(text) else text  # "# 1 item" in a text is no heading
 
 
 # ---- the document ----------------------------------------------------------------------------
@@ -108,13 +174,87 @@ def document_markdown(documents: list[list[PageMarkdown]]) -> list[DocumentMarkd
 
 
 def _document(pages: list[PageMarkdown]) -> DocumentMarkdown:
-    blocks = drop_running_lines([_blocks(p.markdown) for p in pages])
+    vocab = words.vocabulary("\n".join(words.blank_spans(p.markdown, p.hyphens) for p in pages))
+    texts = [words.reresolve(p.markdown, p.hyphens, vocab) if p.hyphens else p.markdown for p in pages]
+    blocks = [_blocks(t) for t in texts]
+    at = title_heading(blocks, pages)
+    title = next((p.doc_title for p in pages if p.doc_title), "")
+    title = title or (HEADING.sub("", blocks[at[0]][at[1]], count=1).strip() if at else "")
+    blocks = drop_running_lines(level_headings(blocks, [p.titles for p in pages], at))
     merge_tables(blocks)
     markdown = "\n\n".join(b for page in blocks for b in page)
     routes = Counter(p.route for p in pages)
-    title = next((b[2:].strip() for page in blocks for b in page if b.startswith("# ")), None)
+    title = title or next((b[2:].strip() for page in blocks for b in page if b.startswith("# ")), None)
     return DocumentMarkdown(markdown=markdown, pages=len(pages), chars=len(markdown),
-                            routes={r: routes.get(r, 0) for r in ROUTES}, title=title)
+                            routes={r: routes.get(r, 0) for r in ROUTES}, title=title or None)
+
+
+def _headings(blocks: list[str], titles: tuple) -> list[tuple[int, tuple]]:
+    """(block index, (size, bold)) of a page's heading blocks, paired with its `titles` in
+    order; none when they do not pair up (a page written by another stage)."""
+    found = [i for i, b in enumerate(blocks) if "\n" not in b and HEADING.match(b)]
+    return list(zip(found, titles)) if len(found) == len(titles) else []
+
+
+def level_headings(pages: list[list[str]], titles: list[tuple],
+                   title_at: tuple[int, int] | None = None) -> list[list[str]]:
+    """The pages' blocks with their headings levelled over the whole document, by font (size
+    within `SIZE_TOLERANCE`, then bold before regular): the document's title heading
+    (`title_at`: page, block) is `#`; the fonts of headings on more than one page (chapters,
+    sections: the document's structure) take the next levels, largest first; a font seen on one
+    page only (a cover's display lines) takes the level of the largest structural font not
+    larger than it (the top one when it is larger than all, one below the last when smaller).
+    Headings whose font is not known (size 0) keep their level."""
+    paired = [_headings(blocks, t) for blocks, t in zip(pages, titles)]
+    sizes = sorted({float(f[0]) for page in paired for _, f in page if f[0] > 0}, reverse=True)
+    fonts = {(p, i): _style(*f, sizes) for p, page in enumerate(paired) for i, f in page if f[0] > 0}
+    if not fonts:
+        return pages
+    seen: dict[tuple, set] = {}
+    for (p, _), style in fonts.items():
+        seen.setdefault(style, set()).add(p)
+    several = len({p for p, _ in fonts}) > 1  # one page: every font is structural
+    structural = sorted((st for st, ps in seen.items() if len(ps) > 1 or not several), key=_rank)
+    first = 2 if title_at in fonts and fonts[title_at] not in structural else 1
+    level = {st: min(first + k, MAX_LEVEL) for k, st in enumerate(structural)}
+    out = [list(blocks) for blocks in pages]
+    for (p, i), style in fonts.items():
+        n = 1 if (p, i) == title_at else level.get(style) or _nearest(style, structural, level, first)
+        out[p][i] = "#" * n + " " + HEADING.sub("", out[p][i], count=1)
+    return out
+
+
+def _style(size: float, bold: bool, sizes: list[float]) -> tuple[float, bool]:
+    """A heading's font as compared across pages: its size snapped to the largest known size
+    within `SIZE_TOLERANCE` (11.96 pt and 12 pt are one font)."""
+    return next((s for s in sizes if abs(s - size) <= SIZE_TOLERANCE), size), bool(bold)
+
+
+def _rank(style: tuple[float, bool]) -> tuple:
+    return -style[0], not style[1]
+
+
+def _nearest(style: tuple, structural: list[tuple], level: dict, first: int) -> int:
+    """The level of a one-page font: that of the largest structural font not larger than it."""
+    below = [st for st in structural if _rank(st) >= _rank(style)]
+    if below:
+        return level[below[0]]
+    return min(level[structural[-1]] + 1, MAX_LEVEL) if structural else first
+
+
+def title_heading(pages: list[list[str]], rows: list[PageMarkdown]) -> tuple[int, int] | None:
+    """(page, block) of the first page's largest heading (by font size, else by level; of at
+    least `TITLE_MIN_WORDS` words when there is one: a brand or a logo line is one word; never
+    a placeholder such as "Front cover"), None when the first page with text has none."""
+    first = next((p for p, blocks in enumerate(pages) if blocks), None)
+    if first is None:
+        return None
+    sizes = dict(_headings(pages[first], rows[first].titles))
+    heads = [(sizes.get(i, (0.0,))[0], -len(m.group(1)), -i, b[m.end():].strip())
+             for i, b in enumerate(pages[first]) if "\n" not in b and (m := HEADING.match(b))
+             and trusted_title(b[m.end():])]
+    wordy = [h for h in heads if len(h[3].split()) >= TITLE_MIN_WORDS] or heads
+    return (first, -max(wordy)[2]) if wordy else None
 
 
 def _blocks(markdown: str) -> list[str]:

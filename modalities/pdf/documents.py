@@ -2,9 +2,10 @@
 
 `PdfPages` is the expand from a document to its pages. It opens each file once, tries the
 passwords it was given, and returns one `PageRecord` per page: where the page is (path and
-index), its size and rotation and the scale to render it at (`render_scale`: 200 dpi, long side
-at most 3,500 px). No text and no pixels: a 3,000-page PDF becomes 3,000 records of a few
-hundred bytes, and the per-page stages (`pdf_text`, `render`) reopen the file
+index), its size and rotation, the scale to render it at (`render_scale`: 200 dpi, long side
+at most 3,500 px) and the document's /Title metadata (`doc_title`; whether it can be trusted as
+the title is `assemble.trusted_title`'s call). No text and no pixels: a 3,000-page PDF becomes
+3,000 records of a few hundred bytes, and the per-page stages (`pdf_text`, `render`) reopen the file
 where they run. A document that cannot be read is one `ItemFailure` with an `InputError` that
 names the file and says how to fix it: missing or unreadable, not a PDF, damaged beyond what
 MuPDF recovers, encrypted (no password given worked), or without pages. A damaged file that
@@ -182,13 +183,14 @@ class PdfPages:
             with MUPDF_LOCK:
                 doc, password = open_pdf(path, own + self.passwords)
                 try:
-                    return [self._record(doc, path, i, password) for i in range(doc.page_count)]
+                    title = " ".join(str((doc.metadata or {}).get("title") or "").split())  # the /Title, one line
+                    return [self._record(doc, path, i, password, title) for i in range(doc.page_count)]
                 finally:
                     doc.close()
         except cu.InputError as exc:
             return cu.ItemFailure(exc)
 
-    def _record(self, doc: Any, path: str, index: int, password: str | None) -> PageRecord:
+    def _record(self, doc: Any, path: str, index: int, password: str | None, title: str = "") -> PageRecord:
         try:
             page = doc.load_page(index)
             box, rotation = page.cropbox, page.rotation % 360
@@ -198,4 +200,5 @@ class PdfPages:
         if not (width > 0 and height > 0):
             (width, height) = NOMINAL_SIZE_PT  # an empty /MediaBox: the per-page stage says so
         return PageRecord(path=path, index=index, width_pt=width, height_pt=height, rotation=rotation,
-                          scale=render_scale(width, height, self.dpi, self.max_long_side), password=password)
+                          scale=render_scale(width, height, self.dpi, self.max_long_side), password=password,
+                          doc_title=title)

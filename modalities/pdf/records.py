@@ -196,6 +196,8 @@ class PageMarkdown:
     ocr_confidence: float | None = None  # mean recognition confidence of the OCR lines kept; None: no OCR
     text_quality: float | None = None  # 0..1 score of the page's text (text_quality.py)
     titles: tuple = ()  # (font size, bold) of each title block in page order, for levelling across pages
+    hyphens: tuple = ()  # (start, split, end) of each word joined at a line-end hyphen (words.resolve)
+    doc_title: str = ""  # the document's /Title metadata when it is trustworthy (assemble.trusted_title)
 
     def __post_init__(self):
         if self.route not in ROUTES:

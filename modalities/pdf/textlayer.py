@@ -4,14 +4,10 @@ PyMuPDF here), so the rule is tested on plain strings and numbers.
 
 A page goes one of three ways (`route_of`):
 
-- **text_layer**: it has text, and the text is not garbage. Garbage is judged on the page's
-  non-space characters, once there are at least `MIN_SAMPLE_CHARS` of them (fewer cannot be
-  judged and are kept as they are: a title page with one word, a Japanese page of 8 characters):
-    - more than `MAX_BAD_FRACTION` of them are U+FFFD (a glyph without a Unicode mapping),
-      private-use code points (a font's own encoding) or control characters, or
-    - fewer than `MIN_ALNUM_FRACTION` of them are letters or digits (any script). Real
-      born-digital pages sit well above it (a table of contents with dot leaders is the lowest:
-      docs/benchmarks.md); broken encodings that map glyphs onto symbols sit far below it.
+- **text_layer**: it has text, and the text is not garbage: its `text_quality.score` is at
+  least `text_quality.MIN_QUALITY` (U+FFFD, private-use glyphs, shifted-cipher words and
+  symbol soup lower it; a text too short to judge scores 1.0 and is kept as it is: a title page
+  with one word, a Japanese page of 8 characters). The verdict carries the score (`quality`).
 - **ocr**: no text at all on a page that shows something (an image, or more vector paths than
   a few rules: text drawn as outlines), a garbage text layer, or a scan: images cover at least
   `SCAN_IMAGE_COVER` of the page and the text layer has fewer than `SCAN_MIN_ALNUM` letters or
@@ -25,12 +21,10 @@ check and takes the text-layer route; `PdfText(force_ocr=True)` sends every page
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
-MIN_SAMPLE_CHARS = 20  # non-space characters needed before a text layer can be called garbage
-MAX_BAD_FRACTION = 0.2  # U+FFFD + private use + controls; the real pages here have at most 0.011
-MIN_ALNUM_FRACTION = 0.25  # letters and digits: below every real born-digital page tried (docs/benchmarks.md)
+from curate.modalities.pdf.text_quality import MIN_QUALITY, score
+
 SCAN_IMAGE_COVER = 0.5  # images over half the page: it is a scan (or a full-page picture)
 SCAN_MIN_ALNUM = 50  # ...and so little text on it is a stamp or a page number, not its text
 BLANK_MAX_DRAWINGS = 8  # vector paths a blank page may have (rules, a frame); outlined text has hundreds
@@ -39,7 +33,6 @@ OK = "ok"
 FORCED = "forced OCR"
 NO_TEXT = "no text layer"
 BLANK = "blank page"
-BAD_CATEGORIES = frozenset({"Co", "Cc", "Cs", "Cn"})  # private use, control, surrogate, unassigned
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +41,7 @@ class Verdict:
 
     route: str
     reason: str
+    quality: float | None = None  # text_quality.score of its text layer; None: no text to score
 
     @property
     def usable(self) -> bool:
@@ -65,32 +59,17 @@ def judge(text: str, image_cover: float = 0.0, drawings: int = 0, force_ocr: boo
     """The route of a page with text layer `text`, whose images cover `image_cover` (0..1) of
     it and which has `drawings` vector paths."""
     chars = [c for c in text if not c.isspace()]
-    alnum = sum(1 for c in chars if c.isalnum())
     if not chars:
         if image_cover <= 0 and drawings <= BLANK_MAX_DRAWINGS:
             return Verdict("empty", BLANK)
         return Verdict("ocr", FORCED if force_ocr else NO_TEXT)
+    quality, why = score(text)
     if force_ocr:
-        return Verdict("ocr", FORCED)
-    garbage = garbage_reason(chars, alnum)
-    if garbage:
-        return Verdict("ocr", garbage)
+        return Verdict("ocr", FORCED, quality)
+    if quality < MIN_QUALITY:
+        return Verdict("ocr", f"garbage: {why}", quality)
+    alnum = sum(1 for c in chars if c.isalnum())
     if image_cover >= SCAN_IMAGE_COVER and alnum < SCAN_MIN_ALNUM:
         return Verdict("ocr", f"scan: images cover {image_cover:.0%} of the page and its text layer has "
-                              f"{alnum} letters or digits (< {SCAN_MIN_ALNUM})")
-    return Verdict("text_layer", OK)
-
-
-def garbage_reason(chars: list[str], alnum: int) -> str:
-    """Why these non-space characters are garbage, or "" if they are not (or too few to say)."""
-    n = len(chars)
-    if n < MIN_SAMPLE_CHARS:
-        return ""
-    bad = sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) in BAD_CATEGORIES)
-    if bad / n > MAX_BAD_FRACTION:
-        return (f"garbage: {bad / n:.0%} of its characters are U+FFFD, private-use or control "
-                f"characters (> {MAX_BAD_FRACTION:.0%}): a font without a usable Unicode mapping")
-    if alnum / n < MIN_ALNUM_FRACTION:
-        return (f"garbage: only {alnum / n:.0%} of its characters are letters or digits "
-                f"(< {MIN_ALNUM_FRACTION:.0%}): a broken font encoding")
-    return ""
+                              f"{alnum} letters or digits (< {SCAN_MIN_ALNUM})", quality)
+    return Verdict("text_layer", OK, quality)
