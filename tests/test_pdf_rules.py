@@ -17,10 +17,10 @@ from curate.modalities.pdf.order import group_lines, reading_order
 from curate.modalities.pdf.records import PageMarkdown, PageRecord, RegionRecord
 from curate.modalities.pdf.regions import (
     _list_items,
-    join_lines,
     scan_regions,
     table_markdown,
 )
+from curate.modalities.pdf.words import join_lines, resolve
 from curate.modalities.pdf.textlayer import BLANK, NO_TEXT, OK, judge
 from pdf_tokens import f1, tokens
 
@@ -72,7 +72,8 @@ def test_one_column_reads_top_to_bottom_and_boxes_on_a_line_group_left_to_right(
 
 # ---- text of a block ----------------------------------------------------------------------------
 def test_lines_join_with_spaces_dehyphenated_and_cjk_without_spaces():
-    assert join_lines(["A word that is hyph-", "enated here,", "and  spaced."]) == "A word that is hyphenated here, and spaced."
+    marked = join_lines(["A word that is hyph-", "enated here,", "and  spaced."])  # the page or document decides
+    assert resolve(marked)[0] == "A word that is hyphenated here, and spaced."
     assert join_lines(["well-", "Known stays"]) == "well- Known stays"  # a capital: not a split word
     assert join_lines(["日本", "語の文", "章"]) == "日本語の文章"
     assert join_lines(["", "  "]) == ""

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from collections import Counter
 
 from curate.modalities.pdf import text_quality, words
 from curate.modalities.pdf.language import detect as detect_language
+from curate.modalities.pdf.order import xy_cut
 from curate.modalities.pdf.records import (
     PARATEXT,
     ROUTES,
@@ -79,7 +81,16 @@ def collect(groups: list[list[RegionRecord]]) -> list[list[RegionRecord]]:
 
 def page_markdown(items: list[tuple[PageRecord, list[RegionRecord], list[RegionRecord]]]) -> list[PageMarkdown]:
     """Per page (its checked record, the text layer's regions, OCR's regions): its Markdown row."""
-    return [_page(page, [*layer, *ocr]) for page, layer, ocr in items]
+    return [_page(page, _merged(layer, ocr)) for page, layer, ocr in items]
+
+
+def _merged(layer: list[RegionRecord], ocr: list[RegionRecord]) -> list[RegionRecord]:
+    """Both branches' regions of one page in one reading order: a text-layer page whose blocks
+    of garbage OCR read has regions from each, ordered again together by XY-cut."""
+    if not (layer and ocr):
+        return [*layer, *ocr]
+    both = [*layer, *ocr]
+    return [replace(both[i], order=k) for k, i in enumerate(xy_cut([r.bbox for r in both]))]
 
 
 def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:

@@ -26,6 +26,7 @@ from typing import Any
 from curate.modalities.pdf import regions as rules
 from curate.modalities.pdf.order import group_lines, xy_cut
 from curate.modalities.pdf.records import PARATEXT, RegionRecord
+from curate.modalities.pdf.words import join_lines
 
 SOURCE = "layout"
 LAYOUT_KINDS = {"page-header": "header", "page-footer": "footer", "title": "title", "section-header": "title",
@@ -114,7 +115,7 @@ def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> R
         texts = [ln["text"] for ln in lines]
     else:  # rows of the page as shown; a superscript or a split span joins its row
         texts = [" ".join(lines[i]["text"] for i in row) for row in group_lines([view.shown(ln["bbox"]) for ln in lines])]
-    text = rules.join_lines(texts)
+    text = join_lines(texts)
     sizes = statistics.median(ln["size"] for ln in lines)
     bold = all(ln["bold"] for ln in lines)
     vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2
@@ -180,7 +181,7 @@ def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]
     out = []
     for block, group in by_block.items():
         texts = [ln["text"] for ln in group]
-        t = {"bbox": _union([ln["bbox"] for ln in group]), "lines": texts, "text": rules.join_lines(texts),
+        t = {"bbox": _union([ln["bbox"] for ln in group]), "lines": texts, "text": join_lines(texts),
              "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
              "mono": all(ln["mono"] for ln in group),
              "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}

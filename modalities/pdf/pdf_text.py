@@ -20,7 +20,6 @@ names the file and the page; the other pages of its document go on.
 from __future__ import annotations
 
 import time
-import unicodedata
 from dataclasses import replace
 
 from curate.modalities.pdf.documents import (
@@ -32,7 +31,8 @@ from curate.modalities.pdf.documents import (
 )
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import TABLE_MODES, page_regions, text_flags
-from curate.modalities.pdf.textlayer import BAD_CATEGORIES, MAX_BAD_FRACTION, MIN_SAMPLE_CHARS, judge, route_of
+from curate.modalities.pdf.text_quality import MIN_QUALITY, score
+from curate.modalities.pdf.textlayer import judge, route_of
 
 import curate as cu
 
@@ -70,7 +70,7 @@ class PdfText:
             bad = garbage_blocks(page, self.mod) if verdict.usable else ()
         reason = verdict.reason if not bad else f"{verdict.reason}; {len(bad)} block(s) of garbage text read by OCR"
         return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=reason,
-                       ocr_boxes=bad)
+                       ocr_boxes=bad, text_quality=verdict.quality)
 
     def _regions(self, record: PageRecord) -> list[RegionRecord]:
         if route_of(record) != "text_layer":
@@ -113,14 +113,9 @@ def garbage_blocks(page, mod) -> tuple:
 
 
 def block_is_garbage(text: str) -> bool:
-    """A block's text is garbage: enough characters to judge and too many U+FFFD, private-use
-    or control characters (the letters-and-digits floor is a page rule: a table of contents'
-    dot leaders are a block of mostly dots)."""
-    chars = [c for c in text if not c.isspace()]
-    if len(chars) < MIN_SAMPLE_CHARS:
-        return False
-    bad = sum(1 for c in chars if c == "\ufffd" or unicodedata.category(c) in BAD_CATEGORIES)
-    return bad / len(chars) > MAX_BAD_FRACTION
+    """A block's own text scores under `text_quality.MIN_QUALITY` (U+FFFD, private-use glyphs, a
+    shifted-cipher font): a list in a symbol font on an otherwise good page."""
+    return score(text)[0] < MIN_QUALITY
 
 
 def _area(bbox) -> float:

@@ -34,6 +34,7 @@ from typing import Any
 from curate.modalities.pdf.order import reading_order
 from curate.modalities.pdf.records import RegionRecord
 from curate.modalities.pdf.textlayer import route_of
+from curate.modalities.pdf.words import join_lines
 
 SOURCE = "text_layer"
 TITLE_RATIO = 1.15  # font size over the page's body size that makes a short block a title
@@ -55,7 +56,6 @@ LIST_ITEM = re.compile(rf"^\s*(?:[{re.escape(BULLETS)}]\s+|\(?\d{{1,3}}[.)]\s+|\
 BULLET = re.compile(rf"^\s*[{re.escape(BULLETS)}]\s+")
 CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Listing|Algorithm|Chart|Plate)\s*[0-9IVX]+[.:\s]", re.IGNORECASE)
 PAGE_NUMBER = re.compile(r"^(?:page\s*)?(?:\d{1,5}|[ivxlcdm]{1,8})(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE)
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]")
 
 
 def text_flags(mod) -> int:
@@ -101,25 +101,6 @@ def _block_text(block: dict) -> dict:
             "bold": bold and bool(lines), "mono": mono and bool(lines), "vertical": vertical > len(lines) / 2}
 
 
-def join_lines(lines: list[str]) -> str:
-    """Lines of one paragraph as one text: a space between them, none between CJK characters,
-    and a word hyphenated at a line end joined again ("exam-" + "ple" -> "example")."""
-    out = ""
-    for line in lines:
-        line = " ".join(line.split())
-        if not line:
-            continue
-        if not out:
-            out = line
-        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[0].islower():
-            out = out[:-1] + line
-        elif CJK.match(out[-1]) and CJK.match(line[0]):
-            out += line
-        else:
-            out += " " + line
-    return out
-
-
 def _body_size(texts: list[dict]) -> float:
     """The page's body font size: the size most of its characters have."""
     weights: dict[float, int] = {}
@@ -148,7 +129,8 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool) -> Regio
         kind, content = "list", "\n".join(_list_items(t["lines"]))
     elif body and size < body * FOOTNOTE_RATIO and bbox[1] >= height * FOOTNOTE_ZONE:
         kind = "footnote"
-    return RegionRecord(kind=kind, bbox=_box(bbox), order=0, content=content, source=SOURCE, level=level)
+    return RegionRecord(kind=kind, bbox=_box(bbox), order=0, content=content, source=SOURCE, level=level,
+                        size=float(size), bold=bool(t["bold"]))
 
 
 def _list_items(lines: list[str]) -> list[str]:
