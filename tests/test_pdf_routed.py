@@ -1,9 +1,10 @@
 """Page-level routing (curate.modalities.pdf.routing, recipes/pdf_to_markdown_routed.yaml): the rule
 on constructed CPU readings, one reason at a time and together; the stage's options; the expand
 and the choice; then the bundled recipe end to end on a tiny MinerU 2.5 built offline
-(tests/tiny_vlm.py): two documents, each a text-layer page (stays on CPU) and a scanned page
-(sent to the VLM by `--set steps.routes.map.init.always=[ocr]`), so each document mixes routes
-and the VLM reads the routed pages of both documents."""
+(tests/tiny_vlm.py): a document of a text-layer page (read well: stays on CPU) and a scanned page
+(RapidOCR reads it, then `--set steps.routes.map.init.always=[ocr]` sends it to the VLM), so one
+document mixes routes, beside a text-only document that never meets the VLM. One scan only:
+RapidOCR is most of the test's time."""
 
 from __future__ import annotations
 
@@ -145,3 +146,23 @@ def test_the_bundled_recipe_sends_the_pages_read_badly_to_the_vlm(tmp_path, caps
     assert rows[0]["routes"] == {r: (1 if r in ("text_layer", "layout") else 0) for r in ROUTES}
     assert rows[0]["markdown"].startswith(texts[0] + "\n\n") and tiny_vlm.TEXT in rows[0]["markdown"]
     assert rows[1]["markdown"] == texts[1]
+
+
+@pytest.mark.parametrize("on_failure", ["suppress", "drop"])
+def test_a_routed_page_whose_vlm_fails_suppresses_its_document_or_keeps_its_cpu_reading(tmp_path, on_failure):
+    doc = write_pdf(tmp_path / "two.pdf", ["Page one of the text layer.", "Page two of the text layer."])
+    out = tmp_path / "out"
+    main(["run", "pdf_to_markdown_routed", "--input", str(doc), "--output", str(out), "--executor", "local",
+          "--no-progress", "--set", "pools.vlm.num_gpus=0", "--set", f"pools.vlm.init.model={tmp_path / 'none'}",
+          "--set", "steps.routes.map.init.always=[text_layer]",
+          "--set", f"steps.vlm_page.reduce.on_child_failure={on_failure}"])
+    pages = sorted(pq.read_table(out / "pages").to_pylist(), key=lambda r: r["lineage"])
+    (row,) = pq.read_table(out / "documents").to_pylist()
+    if on_failure == "suppress":  # as any failed page: the document is SUPPRESSED, the cause says how to fix it
+        assert [p["status"] for p in pages] == ["suppressed"] * 2 and row["status"] == "suppressed"
+        assert row["cause_kind"] == "setup" and "not a local MinerU 2.5 checkpoint" in row["cause"]
+    else:
+        assert [(p["status"], p["route"]) for p in pages] == [("present", "text_layer")] * 2
+        assert pages[0]["reason"] == ("ok; the VLM failed on this page (wanted for: route text_layer always goes "
+                                      "to the VLM), so the text_layer reading is kept")
+        assert row["status"] == "present" and row["markdown"].startswith("Page one of the text layer.")

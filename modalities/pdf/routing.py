@@ -27,8 +27,8 @@ __all__ = ["needs_vlm", "Router", "vlm_pages", "choose", "has_structured_table",
 # PageMarkdown.route of a page the VLM read: MinerU 2.5's own route ("layout", as in its own recipe), so a
 # page reads the same in both recipes and the documents' `routes` keep their keys
 VLM_ROUTE = "layout"
-# RapidOCR's recognition scores run 0.95-0.99 on clean print; a page whose lines average under
-# this has misread lines (handwriting, a faint or noisy scan), which a VLM reads better.
+# A page whose OCR lines average under this has many misread lines (handwriting, a faint or noisy
+# scan), which a VLM reads better; the readable scans of ../shared/data/pdfs average above it (README).
 MIN_OCR_CONFIDENCE = 0.90
 # text_quality.py scores a page 0..1 by how much of its text looks like words; under half is
 # mostly noise (a broken font encoding that OCR did not fix either).
