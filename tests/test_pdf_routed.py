@@ -9,6 +9,7 @@ RapidOCR is most of the test's time."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -23,6 +24,7 @@ from curate.modalities.pdf.routing import Router, choose, has_structured_table, 
 
 import curate as cu
 
+RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 TABLE_MD = "| a | b |\n| --- | --- |\n| 1 | 2 |"
 TABLE_HTML = "<table><tr><td rowspan=\"2\">a</td><td>b</td></tr><tr><td>2</td></tr></table>"
 TABLE_TEXT = "a b\n1 2"  # a table region whose cells were not found: its words as lines
@@ -114,6 +116,25 @@ def test_the_choice_takes_the_vlms_reading_of_a_routed_page_only():
 
 
 # ---- the bundled recipe ------------------------------------------------------------------------------
+def test_the_routed_recipe_is_the_default_recipe_then_one_block():
+    """Its CPU route is pdf_to_markdown's, step for step, pool for pool: a change there must be
+    copied here (everything up to page_markdown), and this says so."""
+    import yaml
+
+    default, routed = (yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
+                       for name in ("pdf_to_markdown", "pdf_to_markdown_routed"))
+    ids = [step["id"] for step in default["steps"]]
+    cpu = ids.index("page_markdown") + 1
+    assert routed["steps"][:cpu] == default["steps"][:cpu], "copy pdf_to_markdown's steps into the routed recipe"
+    assert {k: v for k, v in routed["pools"].items() if k != "vlm"} == default["pools"]
+    assert routed["domains"] == {**default["domains"], "vlm_page": "page", "vlm_region": "vlm_page"}
+    block = [step["id"] for step in routed["steps"][cpu:]]
+    assert block[0] == "routes" and block[-1] == "documents" and routed["outputs"] == {**default["outputs"],
+                                                                                        "pages": "routed"}
+    assert routed["steps"][-1] == {**default["steps"][-1], "reduce": {**default["steps"][-1]["reduce"],
+                                                                      "from": "routed"}}
+
+
 def tiny_page_markdown() -> str:
     regions = [RegionRecord(k, (0, 0, 1, 1), i, content=TINY_CONTENT.get(k, tiny_vlm.TEXT))
                for i, k in enumerate(TINY_KINDS)]
