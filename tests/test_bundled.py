@@ -280,7 +280,7 @@ def test_every_bundled_recipe_validates_by_name(capsys, monkeypatch):
 
     monkeypatch.delenv(bundled.ENV_VAR, raising=False)
     names = [f.name for f in bundled.available() if f.bundled]
-    assert {"pdf_to_markdown", "pdf_to_markdown_mineru25", "pdf_to_markdown_mineru4", "video_captions",
-            "video_captions_vllm"} <= set(names)
+    assert {"pdf_to_markdown", "pdf_to_markdown_mineru25", "pdf_to_markdown_mineru4", "pdf_to_markdown_routed",
+            "video_captions", "video_captions_vllm"} <= set(names)
     for name in names:
         assert main(["validate", name]) == EXIT_OK, capsys.readouterr().err

@@ -127,6 +127,11 @@ def pdf_env(tmp_path_factory, wheel) -> Env:
 
 
 @pytest.fixture(scope="module")
+def vlm_env(tmp_path_factory, wheel) -> Env:
+    return _env(tmp_path_factory, "vlm", wheel)
+
+
+@pytest.fixture(scope="module")
 def video_env(tmp_path_factory, wheel) -> Env:
     return _env(tmp_path_factory, "video", wheel)
 
@@ -182,8 +187,8 @@ def test_mineru_extra_runs_pdf_to_markdown_mineru4(tmp_path_factory, wheel):
     assert doc["status"] == "present" and doc["markdown"].strip() and doc["pages"] >= 1
 
 
-def test_vlm_extra_runs_pdf_to_markdown_mineru25_with_a_tiny_model(tmp_path_factory, wheel):
-    env = _env(tmp_path_factory, "vlm", wheel)
+def test_vlm_extra_runs_pdf_to_markdown_mineru25_with_a_tiny_model(vlm_env):
+    env = vlm_env
     env.curate("validate", "pdf_to_markdown_mineru25")
     model = env.work / "tiny-mineru25"
     env.python(str(ROOT / "tests" / "tiny_vlm.py"), str(model))  # imports only the installed curate
@@ -193,6 +198,14 @@ def test_vlm_extra_runs_pdf_to_markdown_mineru25_with_a_tiny_model(tmp_path_fact
                "--set", "pools.vlm.init.device=cpu")
     (doc,) = env.rows(out, "documents")
     assert doc["status"] == "present" and doc["markdown"].strip()
+
+
+def test_the_routed_recipe_needs_the_pdf_extra_beside_vlm_and_says_so(vlm_env):
+    # pdf_to_markdown_routed runs the CPU route (curate[pdf]) and MinerU 2.5 (curate[vlm]): the vlm venv
+    # lacks RapidOCR, and validate names it with the one pip line (tests/test_pdf_routed.py runs the recipe)
+    r = vlm_env.curate("validate", "pdf_to_markdown_routed")
+    assert "pdf_to_markdown_routed" in r.stdout and ": ok (" in r.stdout
+    assert "rapidocr_onnxruntime (for ocr (RapidOcr))" in r.stderr and 'pip install "curate[pdf]"' in r.stderr
 
 
 def test_video_extra_runs_video_captions_with_the_tiny_model(video_env):
