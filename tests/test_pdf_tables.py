@@ -20,6 +20,7 @@ REDBOOK, CHINESE = "docling_redp5110_sampled.pdf", "pymupdf_chinese_tables.pdf"
 # written out so the tests need no model run
 TABLE2 = (83.1, 75.7, 511.9, 226.8)  # tableformer p6: booktabs, a spanning header, a vertical rule
 TABLE3 = (96.2, 302.2, 264.0, 438.4)  # tableformer p6: booktabs, rules every two rows
+TABLES_6_7 = (77.6, 75.7, 518.4, 234.4)  # tableformer p8: one box over two tables side by side
 PG9_TABLE = (144.6, 341.4, 470.8, 466.2)  # rules every two rows, cells centered across both
 REDBOOK_P9 = (70.8, 400.5, 536.8, 715.9)  # ruled, headers written upright
 REDBOOK_P11 = (142.8, 110.4, 536.2, 197.1)  # ruled, a cell of two lines
@@ -98,6 +99,21 @@ def test_pairs_of_rows_between_rules_are_two_rows_with_the_shared_cells_spanning
     for enc, dec, otsl, html in values:
         expected += [[(enc, 2, 1), (dec, 2, 1), *_single("OTSL", *otsl.split())], _single("HTML", *html.split())]
     assert rows[2:] == expected
+
+
+def test_two_tables_side_by_side_in_one_box_come_out_as_two():
+    left, right = table_content(_page(TABLEFORMER, 7), pymupdf, TABLES_6_7).split("\n\n")
+    rows = _html(left)
+    assert rows[:2] == [[("", 1, 1), ("Befor Perturb", 1, 2), ("After Perturb", 1, 2)], _single("", "ALL", "SEQ", "ALL", "V P")]
+    body = [("TAPASBASE", "61.1", "31.3", "57.4", "14.0%"), ("TAPASBASE 1p", "63.4", "34.6", "63.4", "9.9%"),
+            ("TAPASBASE 2p", "64.6", "35.6", "64.5", "8.4%"), ("TAPASBASE 4p", "65.1", "37.0", "65.0", "8.1%"),
+            ("TAPASBASE 8p", "65.1", "37.3", "64.3", "7.2%"), ("TAPASBASE 16p", "62.4", "33.6", "62.2", "7.0%"),
+            ("TABLEFORMERBASE", "66.7", "39.7", "66.7", "0.1%")]
+    assert rows[2:9] == [_single(*r) for r in body]  # the box also holds Table 6's caption: a last row
+    rows = _markdown(right)
+    assert rows[:4] == [["", "ALL", "SEQ"], ["TABLEFORMERBASE", "62.1", "38.4"], ["- Same Row", "32.1", "2.8"],
+                        ["- Same Column", "62.1", "37.7"]]
+    assert rows[-1] == ["- All Column Related (# 2, 4, 6)", "54.5", "29.3"] and len(rows) == 15
 
 
 def test_ruled_tables_keep_their_cells_upright_headers_and_multi_line_cells():

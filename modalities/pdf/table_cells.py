@@ -37,6 +37,7 @@ BULLET_GAP = 2.0  # ...but a bullet belongs to the item that follows it up to th
 BULLETS = "•◦▪▫‣⁃∙●○■□➢►*·\ufffd\uf0b7\uf0a7\uf0d8"  # no dashes: "–" is a table's empty value
 LINE_CENTER = 0.35  # words whose centers are this many word heights apart are on one line (a cell
 # centered between two rows is about half a height off both)
+SIDE_RULE = 0.25  # rules this share of the box's width, on both sides of a gap no rule crosses: two tables
 FULL_RULE = 0.6  # a horizontal rule at least this share of the table's width separates bands
 SPAN_CENTER = 0.5  # a spanning header's center is this many line heights from its columns' center
 WRAP_FILL = 0.8  # a wrapped line fills at least this share of its column (a short one is a row of its own)
@@ -76,6 +77,12 @@ def cells_table(words: list[tuple], hrules: list[tuple], vrules: list[float], up
     text that run up or down (x0, y0, x1, y1, text: each one phrase)."""
     if not words:
         return ""
+    split = _gutter(words, hrules)
+    if split is not None:  # two tables side by side in one box (one a column of a two-column page)
+        halves = [([w for w in words if side(w[0] + w[2], 2 * split)], [r for r in hrules if side(r[0] + r[2], 2 * split)],
+                   [x for x in vrules if side(x, split)], [u for u in upright if side(u[0] + u[2], 2 * split)])
+                  for side in (float.__lt__, float.__gt__)]
+        return "\n\n".join(t for t in (cells_table(*half) for half in halves) if t)
     lines = _lines(words, vrules) + [[_Phrase(*u[:5])] for u in upright]
     lines.sort(key=lambda ln: ln[0].y0 + ln[0].y1)
     phrases = [p for line in lines for p in line]
@@ -92,6 +99,21 @@ def cells_table(words: list[tuple], hrules: list[tuple], vrules: list[float], up
         else:  # without rules across it, a table is a row a line
             rows += _band_rows(band, per_line=not cuts)
     return _render(rows, ncols)
+
+
+def _gutter(words: list[tuple], hrules: list[tuple]) -> float | None:
+    """The x between two tables set side by side: long rules on both sides, none across it, and
+    no word across it either; None when the box holds one table."""
+    x0, x1 = min(w[0] for w in words), max(w[2] for w in words)
+    rules = sorted(r for r in hrules if r[2] - r[0] >= SIDE_RULE * (x1 - x0))
+    reach = None
+    for r in rules:
+        if reach is not None and r[0] > reach:
+            mid = float((reach + r[0]) / 2)
+            if not any(w[0] < mid < w[2] for w in words):
+                return mid
+        reach = r[2] if reach is None else max(reach, r[2])
+    return None
 
 
 # ---- words -> lines of phrases ---------------------------------------------------------------
