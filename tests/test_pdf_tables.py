@@ -229,6 +229,22 @@ def test_table_from_ocr_boxes_in_pixels():
         table_from_boxes([(1, 2, 3)], ["x"])
 
 
+def test_table_from_what_rapidocr_reads_on_a_scanned_table():
+    pytest.importorskip("rapidocr_onnxruntime", reason="rapidocr-onnxruntime (the pdf extra) is not installed")
+    import numpy as np
+    from curate.models.rapidocr import RapidOcrModel
+
+    page = pymupdf.open().new_page(width=320, height=120)
+    rows = [("Name", "Count", "Price"), ("apple", "12", "3.50"), ("melon", "4", "7.25"), ("cherry", "250", "9.00")]
+    for k, row in enumerate(rows):
+        for x, cell in zip((20, 140, 240), row):
+            _write(page, x, 25 + 22 * k, cell, size=13)
+    pix = page.get_pixmap(dpi=150, colorspace=pymupdf.csRGB)  # a scan of it: pixels only
+    rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3).copy()
+    read = RapidOcrModel().read(rgb)
+    assert _markdown(table_from_boxes([r["box"] for r in read], [r["text"] for r in read])) == [list(r) for r in rows]
+
+
 def test_tables_continued_on_the_next_page_are_still_merged():
     doc = pymupdf.open()
     blocks = []
