@@ -266,4 +266,6 @@ def test_tables_continued_on_the_next_page_are_still_merged():
 def test_a_layout_box_a_little_off_gives_the_same_table(box):
     page = _page(TABLEFORMER, 5) if box == TABLE2 else _page(PG9, 0)
     x0, y0, x1, y1 = box
-    assert table_content(page, pymupdf, (x0 - 1.5, y0 + 1, x1 + 1.5, y1 - 1)) == table_content(page, pymupdf, box)
+    expected = table_content(page, pymupdf, box)
+    assert table_content(page, pymupdf, (x0 - 1.5, y0 + 1, x1 + 1.5, y1 - 1)) == expected
+    assert table_content(page, pymupdf, box, drawings=page.get_cdrawings()) == expected  # read once by the caller

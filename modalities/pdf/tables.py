@@ -23,10 +23,12 @@ RULE_THICKNESS = 2.0  # points: a thinner line or filled bar is a rule
 RULE_HEIGHT = 0.5  # vertical rules (merged segments) at least this share of the table's height part columns
 
 
-def table_content(page: Any, mod: Any, bbox: tuple[float, float, float, float]) -> str:
-    """The table inside `bbox` (points, top-left origin) of a pymupdf.Page (`mod`: the pymupdf
-    module): Markdown when every cell is single, HTML with rowspan/colspan otherwise, "" when
-    the box does not hold a table (one column, one row, prose)."""
+def table_content(page: Any, mod: Any, bbox: tuple[float, float, float, float], drawings: list | None = None) -> str:
+    """The table inside `bbox` (points, top-left origin, the coordinates of `page.get_text`) of a
+    pymupdf.Page (`mod`: the pymupdf module): Markdown when every cell is single, HTML with
+    rowspan/colspan otherwise, "" when the box does not hold a table (one column, one row,
+    prose). `drawings`: the page's `get_cdrawings()` when the caller has them already (a page
+    with several tables, or heavy vector graphics, reads them once)."""
     rect = mod.Rect(bbox).normalize() + (-EDGE, -EDGE, EDGE, EDGE)
     textpage = page.get_textpage(clip=rect, flags=text_flags(mod))
     words = [w for w in page.get_text("words", textpage=textpage) if _within(w[:4], rect)]
@@ -38,7 +40,7 @@ def table_content(page: Any, mod: Any, bbox: tuple[float, float, float, float]) 
                 if abs(line.get("dir", (1, 0))[0]) < 0.5 and text and _within(line["bbox"], rect):
                     upright.append((*line["bbox"], text))
                     turned.add((b, k))
-    hrules, vrules = _rules(page, rect)
+    hrules, vrules = _rules(page.get_cdrawings() if drawings is None else drawings, rect)
     return cells_table([w[:5] for w in words if (w[5], w[6]) not in turned], hrules, vrules, upright)
 
 
@@ -66,12 +68,12 @@ def table_from_boxes(boxes: list, texts: list[str]) -> str:
 
 
 # ---- rules -----------------------------------------------------------------------------------
-def _rules(page: Any, rect: Any) -> tuple[list[tuple[float, float, float]], list[float]]:
+def _rules(drawings: list, rect: Any) -> tuple[list[tuple[float, float, float]], list[float]]:
     """(horizontal rules as (x0, y, x1), x of vertical rules) across `rect`, cut to it: lines and
     thin filled bars of the page's vector graphics (a layout model's box often lies inside the
     table's frame); the pieces of a vertical rule (one a row) are summed."""
     hrules, vpieces = [], {}
-    for path in page.get_cdrawings():
+    for path in drawings:
         for item in path.get("items", ()):
             if item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
