@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -136,7 +137,7 @@ def _center_y(line: list[tuple]) -> float:
 
 
 def _phrases(line: list[tuple], vrules: list[float]) -> list[_Phrase]:
-    height = min(w[3] - w[1] for w in line)
+    height = statistics.median(w[3] - w[1] for w in line)  # a footnote mark or subscript is smaller
     out: list[_Phrase] = []
     for w in line:
         gap = w[0] - out[-1].x1 if out else 0.0
