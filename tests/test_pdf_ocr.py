@@ -152,6 +152,26 @@ def test_boxes_are_joined_into_lines_and_paragraphs_in_reading_order():
     assert lines_to_text([], []) == ""
 
 
+# the last lines of the fax letter as RapidOCR boxes them (pixels of the rendered page)
+FAX_END = [((352, 1518, 1364, 1556), "Probably you have uses for this facility in your organisation."),
+           ((876, 1584, 1136, 1621), "Yours sincerely,"), ((876, 1798, 1044, 1826), "P.J. CROSS"),
+           ((877, 1829, 1418, 1863), "Group Leader - Facsimile Research"),
+           ((673, 2149, 1031, 2176), "Registered in England: No. 2038"), ((88, 2179, 153, 2208), "No. 1"),
+           ((588, 2172, 788, 2202), "Registered Office:"), ((808, 2176, 938, 2196), "60 Vicara"),
+           ((929, 2175, 1134, 2199), "Lane, Ilford. Essex."), ((274, 1194, 1396, 1233), "cause the photocell ...")]
+
+
+def test_a_margin_note_comes_after_the_body_and_words_of_a_line_left_to_right():
+    """The fax's margin "No. 1" sits on the footer's last line, left of the body: it comes after
+    the body, as a paragraph of its own. The footer's boxes, whose tops differ by a few pixels,
+    are read left to right ("60 Vicara" came after "Lane, ...", its top being 1 px lower)."""
+    text = lines_to_text(*zip(*FAX_END))
+    footer = "Registered in England: No. 2038\nRegistered Office: 60 Vicara Lane, Ilford. Essex."
+    assert text.split("\n\n")[-3:] == ["P.J. CROSS\nGroup Leader - Facsimile Research", footer, "No. 1"], text
+    titled = [((100, 10, 400, 30), "Title"), ((0, 40, 60, 60), "left"), ((100, 40, 200, 60), "cell")]
+    assert lines_to_text(*zip(*titled)) == "Title\nleft cell"  # one wide line is a title, not a body: no margins
+
+
 def test_forced_ocr_on_a_scan_agrees_with_its_own_ocr_layer(tmp_path):
     src = pymupdf.open(REAL / "pypdf_vicksburg_scan_ocr.pdf")
     layer = src[VICKSBURG_PAGE].get_text()
