@@ -1,7 +1,8 @@
 """The OCR route of PDF -> Markdown, for pages whose text layer is missing or garbage: RapidOCR
 (`curate.models.rapidocr`) on rendered pages and region crops, its text in reading order.
 
-`RapidOcr` (a pool class: one RapidOCR model per actor) reads records and serves:
+`RapidOcr` (a pool class: one RapidOCR model and one orientation classifier per actor) reads
+records and serves:
 
 - `ocr(images)`: the `Ocr` protocol, image items -> text. An item is a numpy RGB image, a PIL
   image, a mapping with `image`, or a record with `image` (a `PageImage`) or `crop` (a
@@ -16,6 +17,18 @@
   every OCR actor, and batches mix the lines of different pages and documents. `join_lines`
   (the reduce: a region's lines -> `RegionText`) and `with_text` (the region with that text)
   finish the route and give what `ocr_regions` gives.
+
+Every path first asks the orientation classifier (`curate.models.orientation`) how far the
+image's content is turned, and turns it upright before detection: a page scanned upside down or
+sideways is read, and its angle kept (`TextLine.orientation`, `RegionText.orientation`; line
+boxes are pixels of the upright image). An image too small or too unclear to judge (a line, a
+stamp) is read as it comes. The angle is decided once per image, from all its text: RapidOCR's
+per-line classifier, which turned an upright fax line upside down, is off (models/rapidocr.py).
+
+Confidence: each line keeps its recognition score (`TextLine.score`; a line under `text_score`
+keeps its score, loses its text, and counts in `RegionText.dropped`); a region's score is the
+mean over the lines it kept (`RegionText.score`), which `with_text` puts on the region
+(`RegionRecord.score`, what the page's OCR confidence is made of).
 
 Text comes in reading order: margin notes (`split_margin`: narrow boxes wholly beside the body's
 wide lines, such as the fax's "No. 1") come after the body, each read on its own: the boxes are
@@ -35,6 +48,7 @@ from dataclasses import replace
 
 from curate.modalities.pdf.order import FULL_WIDTH, reading_order
 from curate.modalities.pdf.records import RegionRecord, RegionText, TextLine
+from curate.models.orientation import RapidOrientationModel, upright
 from curate.models.rapidocr import RapidOcrModel, image_of
 
 import curate as cu
@@ -54,12 +68,15 @@ class RapidOcr:
     """RapidOCR on PDF records: `ocr` (image -> text), `ocr_regions` (region -> region), and the
     recipe's `detect_lines` (region -> lines) and `read_lines` (line -> line)."""
 
-    requires = RapidOcrModel.requires  # checked before a run starts (curate.deps.check_installed)
+    # checked before a run starts (curate.deps.check_installed): module -> what installs it
+    requires = {**dict.fromkeys(RapidOcrModel.requires), **RapidOrientationModel.requires}
     default_resources = RapidOcrModel.default_resources
 
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int | None = None,
-                 threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1):
+                 threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1, orient: bool = True):
         self.ocr_model = RapidOcrModel(model, device, batch_size, threads, text_score, rec_batch_num)
+        # orient=False reads every image as it comes (a corpus known to be upright skips the classifier)
+        self.orientation = RapidOrientationModel(threads=threads) if orient else None
         self.model, self.device, self.batch_size = model, device, batch_size
 
     def ocr(self, images: list) -> list:
@@ -98,9 +115,11 @@ class RapidOcr:
                 out.append(cu.ItemFailure(exc))
                 continue
             start = time.perf_counter()
+            rgb, angle = self._upright(rgb)
             found = self.ocr_model.lines(rgb)
             share = (time.perf_counter() - start) / max(len(found), 1)
-            out.append([TextLine(box=line["box"], crop=line["crop"], seconds=share) for line in found])
+            out.append([TextLine(box=line["box"], crop=line["crop"], seconds=share, orientation=angle)
+                        for line in found])
         return out
 
     def read_lines(self, lines: list[TextLine]) -> list[TextLine]:
@@ -114,8 +133,15 @@ class RapidOcr:
         return [replace(line, crop=None, text=r["text"], score=r["score"], seconds=line.seconds + share)
                 for line, r in zip(lines, read, strict=True)]
 
+    def _upright(self, rgb) -> tuple[object, int]:
+        """The image turned upright, and how far its content was turned (clockwise degrees)."""
+        if self.orientation is None:
+            return rgb, 0
+        angle, _ = self.orientation.angle(rgb)
+        return upright(rgb, angle), angle
+
     def _read(self, rgb) -> tuple[str, float | None]:
-        boxes = self.ocr_model.read(rgb)
+        boxes = self.ocr_model.read(self._upright(rgb)[0])
         if not boxes:
             return "", None
         text = lines_to_text([b["box"] for b in boxes], [b["text"] for b in boxes])
@@ -129,7 +155,10 @@ def join_lines(groups: list[list[TextLine]]) -> list[RegionText]:
         kept = [line for line in lines if line.text]
         text = lines_to_text([line.box for line in kept], [line.text for line in kept])
         score = float(statistics.fmean(line.score for line in kept)) if kept else None
-        out.append(RegionText(text=text, score=score, lines=len(kept), seconds=sum(line.seconds for line in lines)))
+        dropped = sum(1 for line in lines if line.text == "")
+        orientation = lines[0].orientation if lines else 0  # one decision per region: its lines share it
+        out.append(RegionText(text=text, score=score, lines=len(kept), seconds=sum(line.seconds for line in lines),
+                              orientation=orientation, dropped=dropped))
     return out
 
 
