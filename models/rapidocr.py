@@ -10,6 +10,12 @@ and serves three tasks (`protocols.TextDetection`, `LineDetection`, `LineReading
   of the image, and the line's straightened, upright pixels in BGR, as the recogniser takes them);
 - `read_lines(crops)`: recognition of line crops of any images in one batch (`LineText`).
 
+RapidOCR's per-line 0/180 angle classifier is off (`use_cls: false`): sure of itself over its
+threshold, it turned an upright line of the fax letter upside down, the recogniser read that as
+blanks under `text_score`, and the line was lost (docs/benchmarks.md). Whether a page or region
+is turned is decided once, from all its text, by the orientation classifier
+(`curate.models.orientation`) before detection; the lines of an upright image are upright.
+
 Putting boxes in reading order and joining them into text is the PDF modality's
 (`curate.modalities.pdf.ocr`). Each model runs onnxruntime with **one intra-op thread**
 (`threads=1`): a pool scales by replicas, not by threads, so N replicas use N cores and two
@@ -46,7 +52,7 @@ class RapidOcrModel:
                 raise ValueError(f"{name}={value!r}; give a whole number >= 1 (1: scale by replicas; one line per call)")
         rapidocr = require("rapidocr_onnxruntime", "the RapidOCR backend")
         options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1, "text_score": text_score,
-                   "rec_batch_num": rec_batch_num}
+                   "rec_batch_num": rec_batch_num, "use_cls": False}  # why no line classifier: module docstring
         if model:  # a directory holding other PP-OCR ONNX weights: det.onnx, cls.onnx, rec.onnx
             options.update(det_model_path=f"{model}/det.onnx", cls_model_path=f"{model}/cls.onnx",
                            rec_model_path=f"{model}/rec.onnx")
@@ -65,7 +71,7 @@ class RapidOcrModel:
 
     def read(self, rgb: Any) -> list[dict]:
         """The text boxes of one RGB numpy image (detection and recognition in one call)."""
-        result, _ = self.engine(rgb[:, :, ::-1].copy())  # RapidOCR takes numpy arrays as BGR
+        result, _ = self.engine(rgb[:, :, ::-1].copy(), use_cls=False)  # RapidOCR takes numpy arrays as BGR
         return [{"box": bounds(points), "text": text, "score": float(score)} for points, text, score in result or ()]
 
     def detect_lines(self, images: list) -> list:
@@ -83,8 +89,8 @@ class RapidOcrModel:
         """The text lines of one RGB numpy image: boxes in its pixels, straightened BGR crops."""
         import numpy as np
 
-        # lines are cut from the image as RapidOCR sizes it (long side <= max_side_len, 2,000 px):
-        # its angle classifier, trained on such crops, turned a sharper 200 dpi fax line upside down
+        # lines are cut from the image as RapidOCR sizes it (long side <= max_side_len, 2,000 px),
+        # as its one-call path cuts them: both read the same pixels
         bgr, ratio_h, ratio_w = self.engine.preprocess(rgb[:, :, ::-1].copy())
         quads = self.engine(bgr, use_cls=False, use_rec=False)[0] or []
         # straightened and upright, as RapidOCR cuts them for its recogniser (BGR)
@@ -96,8 +102,6 @@ class RapidOcrModel:
         `text_score` gets text "" (RapidOCR drops it) and keeps its score."""
         if not crops:
             return []
-        if self.engine.use_cls:
-            crops, _, _ = self.engine.text_cls(crops)
         results, _ = self.engine.text_rec(crops)
         out = []
         for text, score, *_ in results:

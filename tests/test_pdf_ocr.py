@@ -112,18 +112,49 @@ def test_detection_then_recognition_by_line_reads_what_one_call_reads(ocr, types
     assert text.seconds == 2 * 0.75 and read.seconds == 0.25 + text.seconds  # the region's, plus its lines'
 
 
-def test_lines_of_a_real_scan_read_exactly_what_one_call_reads(ocr):
-    """The fax letter renders at 1653x2339 px, past RapidOCR's 2,000 px working size: its lines
-    must be cut from the image as RapidOCR sizes it (cut sharper, one was read upside down)."""
+@pytest.fixture(scope="module")
+def fax(ocr) -> tuple:
+    """The fax letter's page as the recipe reads it (one full-page region): (region, its lines
+    as detected, its RegionText). Read once: a page of RapidOCR takes 5-10 s here."""
     (pages,) = PdfPages()([str(REAL / "docling_scanned_fax_letter.pdf")])
     (image,) = Render()(pages[:1])
     region = RegionRecord(kind="text", bbox=(0, 0, pages[0].width_pt, pages[0].height_pt), order=0, crop=image.image)
     (lines,) = ocr.detect_lines([region])
     (text,) = join_lines([ocr.read_lines(lines)])
+    return region, lines, text
+
+
+def test_lines_of_a_real_scan_read_exactly_what_one_call_reads(ocr, fax):
+    """The fax letter renders at 1653x2339 px, past RapidOCR's 2,000 px working size: its lines
+    are cut from the image as RapidOCR sizes it, so both paths read the same pixels."""
+    region, lines, text = fax
     (one_call,) = ocr.ocr_regions([region])
-    assert max(image.image.shape) > 2000 and text.text == one_call.content and text.score == pytest.approx(one_call.score)
-    assert "analogous electrical video signal" in text.text
-    assert max(ln.box[2] for ln in lines) <= image.image.shape[1] and max(ln.box[3] for ln in lines) <= image.image.shape[0]
+    assert max(region.crop.shape) > 2000 and text.text == one_call.content
+    assert text.score == pytest.approx(one_call.score)
+    assert "analogous electrical video signal" in text.text and text.orientation == 0
+    height, width = region.crop.shape[:2]
+    assert max(ln.box[2] for ln in lines) <= width and max(ln.box[3] for ln in lines) <= height
+
+
+def test_the_fax_keeps_every_line_of_its_paragraph(fax):
+    """RapidOCR's per-line angle classifier turned "This signal is used to modulate a carrier..."
+    upside down (0.94 sure), read it as blanks (0.49, under text_score 0.5) and the line was lost.
+    The line classifier is off: a page's orientation is decided once, for all its text."""
+    _, lines, text = fax
+    paragraph = ["In facsimile", "the subject copy", "cause the photocell", "This signal is used to modulate a carrier",
+                 "remote destination over a radio"]
+    at = [text.text.find(start) for start in paragraph]
+    assert -1 not in at and at == sorted(at), text.text
+    assert text.dropped <= 1 and text.lines == len(lines) - text.dropped  # at most the red stamp, which is no text
+    (region,) = with_text([(fax[0], text)])  # its confidence reaches the region (the page: ocr_confidence)
+    assert 0.9 < text.score <= 1 and region.score == text.score
+
+
+def test_the_fax_margin_note_comes_after_the_body_and_the_footer_keeps_its_order(fax):
+    text = fax[2].text
+    assert text.index("Yours sincerely") < text.index("No. 1") and text.endswith("No. 1"), text
+    office = next(ln for ln in text.splitlines() if "Office" in ln)  # "Registered Office: 60 Vicarage Lane, ..."
+    assert office.index("Office") < office.index("60") < office.index("Lane"), office
 
 
 def test_a_line_under_the_text_score_keeps_its_score_and_loses_its_text(typeset):
@@ -131,7 +162,7 @@ def test_a_line_under_the_text_score_keeps_its_score_and_loses_its_text(typeset)
     (lines,) = strict.detect_lines([RegionRecord(kind="text", bbox=(0, 0, 300, 80), order=0, crop=typeset)])
     read = strict.read_lines(lines)
     assert [ln.text for ln in read] == ["", ""] and all(ln.score > 0.5 for ln in read)
-    assert join_lines([read]) == [RegionText("", None, 0, pytest.approx(sum(ln.seconds for ln in read)))]
+    assert join_lines([read]) == [RegionText("", None, 0, pytest.approx(sum(ln.seconds for ln in read)), dropped=2)]
     with pytest.raises(ValueError, match="rec_batch_num"):
         RapidOcr(rec_batch_num=0)
 
@@ -150,6 +181,26 @@ def test_boxes_are_joined_into_lines_and_paragraphs_in_reading_order():
     texts = ["world", "hello", "second line", "new paragraph"]
     assert lines_to_text(boxes, texts) == "hello world\nsecond line\n\nnew paragraph"
     assert lines_to_text([], []) == ""
+
+
+# the last lines of the fax letter as RapidOCR boxes them (pixels of the rendered page)
+FAX_END = [((352, 1518, 1364, 1556), "Probably you have uses for this facility in your organisation."),
+           ((876, 1584, 1136, 1621), "Yours sincerely,"), ((876, 1798, 1044, 1826), "P.J. CROSS"),
+           ((877, 1829, 1418, 1863), "Group Leader - Facsimile Research"),
+           ((673, 2149, 1031, 2176), "Registered in England: No. 2038"), ((88, 2179, 153, 2208), "No. 1"),
+           ((588, 2172, 788, 2202), "Registered Office:"), ((808, 2176, 938, 2196), "60 Vicara"),
+           ((929, 2175, 1134, 2199), "Lane, Ilford. Essex."), ((274, 1194, 1396, 1233), "cause the photocell ...")]
+
+
+def test_a_margin_note_comes_after_the_body_and_words_of_a_line_left_to_right():
+    """The fax's margin "No. 1" sits on the footer's last line, left of the body: it comes after
+    the body, as a paragraph of its own. The footer's boxes, whose tops differ by a few pixels,
+    are read left to right ("60 Vicara" came after "Lane, ...", its top being 1 px lower)."""
+    text = lines_to_text(*zip(*FAX_END))
+    footer = "Registered in England: No. 2038\nRegistered Office: 60 Vicara Lane, Ilford. Essex."
+    assert text.split("\n\n")[-3:] == ["P.J. CROSS\nGroup Leader - Facsimile Research", footer, "No. 1"], text
+    titled = [((100, 10, 400, 30), "Title"), ((0, 40, 60, 60), "left"), ((100, 40, 200, 60), "cell")]
+    assert lines_to_text(*zip(*titled)) == "Title\nleft cell"  # one wide line is a title, not a body: no margins
 
 
 def test_forced_ocr_on_a_scan_agrees_with_its_own_ocr_layer(tmp_path):

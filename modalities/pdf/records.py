@@ -147,7 +147,7 @@ class RegionRecord:
 @dataclass(frozen=True, slots=True)
 class TextLine:
     """One line of text that OCR detection found in a region's pixels: where (`box`, pixels of
-    the region's crop, origin top left), its own pixels (`crop`, numpy uint8 HxWx3 in BGR
+    the region's crop turned upright, origin top left), its own pixels (`crop`, numpy uint8 HxWx3 in BGR
     order as the recogniser takes them, straightened and upright) until recognition reads them, then its `text` and `score` (recognition
     confidence; a line under the backend's `text_score` keeps its score and gets `text` ""), and
     the seconds spent on it (its share of detection, then its recognition)."""
@@ -157,6 +157,7 @@ class TextLine:
     text: str | None = None
     score: float | None = None
     seconds: float = 0.0
+    orientation: int = 0  # degrees its region's content was turned clockwise; `box` is in the upright crop
 
     def __post_init__(self):
         x0, y0, x1, y1 = self.box
@@ -173,6 +174,8 @@ class RegionText:
     score: float | None = None  # mean confidence of the lines kept; None when none was
     lines: int = 0  # lines kept
     seconds: float = 0.0
+    orientation: int = 0  # degrees the region's content was turned clockwise (read after turning it back)
+    dropped: int = 0  # lines read under the backend's text_score: their text is lost
 
 
 @dataclass(frozen=True, slots=True)
