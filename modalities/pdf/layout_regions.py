@@ -45,7 +45,7 @@ def layout_regions(page: Any, mod: Any, boxes: list, table_content=None, skip: t
     if table_content is None:
         from curate.modalities.pdf.tables import table_content
     view = View(page)
-    boxes = [(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS]
+    boxes = _trim_tables([(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS])
     lines = [ln for ln in _lines(page, mod) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
     for ln in lines:
         ln["vertical"] = ln["vertical"] != view.turned  # as the page is shown: /Rotate 90 turns vertical lines level
@@ -130,6 +130,25 @@ def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> R
         kind, content = "code", "\n".join(texts)
     return RegionRecord(kind=kind, bbox=bbox, order=0, content=content, source=SOURCE, level=level,
                         size=float(sizes), bold=bold)
+
+
+def _trim_tables(boxes: list) -> list:
+    """Table boxes cut back to the edge of a caption box that overlaps their top or bottom (the
+    model's table box can take in a line of its caption, which would become a row)."""
+    captions = [b for b, label in boxes if label == "caption"]
+    out = []
+    for b, label in boxes:
+        if label == "table":
+            x0, y0, x1, y1 = b
+            for c in captions:
+                if c[0] < x1 and x0 < c[2] and c[1] < y1 and y0 < c[3]:
+                    if (c[1] + c[3]) / 2 > (y0 + y1) / 2:
+                        y1 = min(y1, c[1])
+                    else:
+                        y0 = max(y0, c[3])
+            b = (x0, y0, x1, max(y1, y0))
+        out.append((b, label))
+    return out
 
 
 def _demote_titles(boxes: list, lines: list[dict], owner: list) -> list:

@@ -165,7 +165,7 @@ def join_lines(groups: list[list[TextLine]]) -> list[RegionText]:
 def with_text(items: list[tuple[RegionRecord, RegionText]]) -> list[RegionRecord]:
     """Per (region, its RegionText): the region with that text as content, as `ocr_regions` gives it."""
     return [replace(region, content=read.text, source=SOURCE, score=read.score, crop=None,
-                    seconds=region.seconds + read.seconds) for region, read in items]
+                    seconds=region.seconds + read.seconds, orientation=read.orientation) for region, read in items]
 
 
 def lines_to_text(boxes: list[tuple[float, float, float, float]], texts: list[str]) -> str:

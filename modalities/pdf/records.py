@@ -131,6 +131,7 @@ class RegionRecord:
     size: float = 0.0  # median font size of its text in points (text layer); 0.0 when not known
     bold: bool = False  # all its text is bold (text layer)
     seconds: float = 0.0  # time the stages that found and read it spent on it (a page pass: shared out)
+    orientation: int = 0  # degrees OCR found its content turned clockwise (it read it turned back)
 
     def __post_init__(self):
         if self.kind not in REGION_KINDS:
