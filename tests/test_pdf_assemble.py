@@ -113,3 +113,11 @@ def test_the_metadata_title_reaches_the_pages_and_is_trusted_only_when_it_names_
     assert {p.doc_title for p in form} == {"2010 Form 1040"} and fax[0].doc_title.startswith("Screenshot")
     rows = page_markdown([(p, [_region("text", 0, ENGLISH)], []) for p in (form[0], fax[0])])
     assert [r.doc_title for r in rows] == ["2010 Form 1040", ""]
+
+
+def test_a_word_hyphenated_across_two_text_regions_is_joined_once():
+    layer = [_region("text", 0, "The recog-"), _region("text", 1, "nition of words split at line ends."),
+             _region("text", 2, "A list-"), _region("text", 3, "Then a new sentence.")]
+    (row,) = page_markdown([(_page(), layer, [])])
+    assert row.markdown.startswith("The recognition of words split at line ends.\n\n")
+    assert "A list-\n\nThen a new sentence." in row.markdown  # a capital after it: two paragraphs

@@ -81,3 +81,15 @@ def test_a_region_turned_a_quarter_is_read_in_one_call_too(ocr, fax):
     (read,) = ocr.ocr_regions([region])
     assert read.content.split("\n")[0].endswith("on the document") and "modulate a carrier" in read.content
     assert read.score > 0.9
+
+
+def test_a_page_of_two_lines_upside_down_is_turned_by_its_lines_vote(ocr, tmp_path):
+    from curate.modalities.pdf.eval_set import write_eval_set
+
+    write_eval_set(tmp_path, ["eval_upside_down_scan.pdf"])
+    (pages,) = PdfPages()([str(tmp_path / "eval_upside_down_scan.pdf")])
+    (image,) = Render()(pages[:1])
+    assert ocr.orientation.angle(image.image)[0] == 0  # the page classifier cannot tell (two lines)
+    region = RegionRecord(kind="text", bbox=(0, 0, pages[0].width_pt, pages[0].height_pt), order=0, crop=image.image)
+    (text,) = join_lines([ocr.read_lines(ocr.detect_lines([region])[0])])
+    assert text.orientation == 180 and text.text.startswith("A scanned page turned upside down"), text.text

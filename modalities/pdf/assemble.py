@@ -57,6 +57,7 @@ REPEAT_MIN = 3  # pages (itself included) within the window that must repeat a l
 SHORT_LINE = 30  # a line this short ignores all its numbers when compared ("Page 3 of 9")
 NUMBER_RE = re.compile(r"\d+")
 EDGE_NUMBER_RE = re.compile(r"^[\divxlc]+\b|\b\d+$")  # a page number at the start or the end of a line
+SPLIT_WORD = re.compile(r"[^\W\d_]-$")  # a text block ending in a letter and a hyphen: "the recog-"
 TABLE_ROW = re.compile(r"^\|.*\|$")
 HTML_ROW = re.compile(r"<tr[\s>].*?</tr>", re.IGNORECASE | re.DOTALL)
 HTML_CELL = re.compile(r"<t[dh][\s>]", re.IGNORECASE)
@@ -100,6 +101,9 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
         block = region_markdown(region)
         if block and prev is not None and prev.kind == region.kind == "code" and blocks[-1].startswith("```"):
             blocks[-1] = blocks[-1][:-4] + block[3:]  # a listing cut into blocks is one fence
+        elif block and prev is not None and prev.kind == region.kind == "text" and SPLIT_WORD.search(blocks[-1]) \
+                and block[:1].islower():
+            blocks[-1] = words.join_lines([blocks[-1], block])  # a word hyphenated across two regions
         elif block:
             blocks.append(block)
             if region.kind == "title":

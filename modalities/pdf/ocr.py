@@ -115,8 +115,7 @@ class RapidOcr:
                 out.append(cu.ItemFailure(exc))
                 continue
             start = time.perf_counter()
-            rgb, angle = self._upright(rgb)
-            found = self.ocr_model.lines(rgb)
+            found, angle = self._upright_lines(rgb)
             share = (time.perf_counter() - start) / max(len(found), 1)
             out.append([TextLine(box=line["box"], crop=line["crop"], seconds=share, orientation=angle)
                         for line in found])
@@ -139,6 +138,18 @@ class RapidOcr:
             return rgb, 0
         angle, _ = self.orientation.angle(rgb)
         return upright(rgb, angle), angle
+
+    def _upright_lines(self, rgb) -> tuple[list[dict], int]:
+        """The text lines of an image turned upright, and the angle. When the page classifier
+        cannot tell (a page of two lines), the lines vote: most of them upside down turns it."""
+        if self.orientation is None:
+            return self.ocr_model.lines(rgb), 0
+        angle, score = self.orientation.angle(rgb)
+        found = self.ocr_model.lines(upright(rgb, angle))
+        unsure = score is None or score < self.orientation.min_score
+        if angle == 0 and unsure and self.ocr_model.upside_down([line["crop"] for line in found]):
+            angle, found = 180, self.ocr_model.lines(upright(rgb, 180))
+        return found, angle
 
     def _read(self, rgb) -> tuple[str, float | None]:
         boxes = self.ocr_model.read(self._upright(rgb)[0])
