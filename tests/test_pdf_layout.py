@@ -83,3 +83,16 @@ def test_a_plain_page_skips_the_model_and_a_paper_page_does_not(tmp_path):
     plain = mod.open(write_pdf(tmp_path / "plain.pdf", ["one line of plain text on its page"]))
     paper = mod.open(TABLEFORMER)
     assert plain_page(plain[0], mod) and not plain_page(paper[0], mod)
+
+
+def test_a_page_whose_garbage_sits_in_a_few_blocks_keeps_its_good_text_and_ocr_reads_the_rest(layout):
+    """Redbook p3: its shifted-cipher bullets made the whole page go to OCR (which loses the
+    text layer's spaces and paragraphs); now only those blocks do."""
+    from curate.modalities.pdf.regions import scan_regions
+
+    page = PdfText().check([PdfPages()([str(REAL / "docling_redp5110_sampled.pdf")])[0][2]])[0]
+    assert page.text_usable and len(page.ocr_boxes) == 5 and "garbage" in page.text_reason
+    (to_ocr,) = scan_regions([page])
+    assert [r.bbox for r in to_ocr] == [tuple(map(float, b)) for b in page.ocr_boxes]
+    row = page_markdown([(page, layout.regions([page])[0], [])])[0]
+    assert "Center of Excellence" in row.markdown and "üìÆ" not in row.markdown and "Ü" not in row.markdown

@@ -37,6 +37,9 @@ from curate.modalities.pdf.textlayer import judge, route_of
 import curate as cu
 
 
+MIN_GOOD_SHARE = 0.5  # a page of garbage whose other blocks hold this share of its text keeps them
+
+
 class PdfText:
     """The text layer of PDF pages: `check` (routing) and `regions` (the page's regions)."""
 
@@ -67,10 +70,15 @@ class PdfText:
             cover = sum(_area(i["bbox"]) for i in page.get_image_info()) / area
             drawings = 0 if text.strip() else len(page.get_cdrawings())
             verdict = judge(text, image_cover=min(cover, 1.0), drawings=drawings, force_ocr=self.force_ocr)
-            bad = garbage_blocks(page, self.mod) if verdict.usable else ()
-        reason = verdict.reason if not bad else f"{verdict.reason}; {len(bad)} block(s) of garbage text read by OCR"
-        return replace(record, text=text, text_chars=len(text), text_usable=verdict.usable, text_reason=reason,
-                       ocr_boxes=bad, text_quality=verdict.quality)
+            garbage = verdict.reason.startswith("garbage")
+            bad, good_share = garbage_blocks(page, self.mod) if verdict.usable or garbage else ((), 0.0)
+        usable, reason = verdict.usable, verdict.reason
+        if garbage and bad and good_share >= MIN_GOOD_SHARE:  # the garbage sits in a few blocks: OCR reads only them
+            usable, reason = True, f"ok but for {len(bad)} block(s) of garbage read by OCR ({verdict.reason})"
+        elif usable and bad:
+            reason = f"{reason}; {len(bad)} block(s) of garbage text read by OCR"
+        return replace(record, text=text, text_chars=len(text), text_usable=usable, text_reason=reason,
+                       ocr_boxes=bad if usable else (), text_quality=verdict.quality)
 
     def _regions(self, record: PageRecord) -> list[RegionRecord]:
         if route_of(record) != "text_layer":
@@ -100,22 +108,28 @@ class PdfText:
                 f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
 
 
-def garbage_blocks(page, mod) -> tuple:
-    """Boxes of a usable page's text blocks whose own text is garbage (a symbol font without a
-    Unicode mapping in one list, a page that is otherwise fine): they go to OCR alone."""
-    boxes = []
+def garbage_blocks(page, mod) -> tuple[tuple, float]:
+    """(boxes of the page's text blocks whose own text is garbage, the share of the page's
+    characters in the other blocks): a list in a symbol font on an otherwise good page goes to
+    OCR alone."""
+    boxes, good, total = [], 0, 0
     for block in page.get_text("blocks", flags=text_flags(mod)):
         if block[6] != 0:
             continue
+        chars = sum(1 for c in block[4] if not c.isspace())
+        total += chars
         if block_is_garbage(block[4]):
             boxes.append(tuple(round(float(v), 2) for v in block[:4]))
-    return tuple(boxes)
+        else:
+            good += chars
+    return tuple(boxes), good / max(total, 1)
 
 
 def block_is_garbage(text: str) -> bool:
-    """A block's own text scores under `text_quality.MIN_QUALITY` (U+FFFD, private-use glyphs, a
-    shifted-cipher font): a list in a symbol font on an otherwise good page."""
-    return score(text)[0] < MIN_QUALITY
+    """A block's own text scores under `text_quality.MIN_QUALITY` for U+FFFD, private-use glyphs
+    or a shifted-cipher font (a list in a symbol font on an otherwise good page); dot leaders
+    and a figure's glyphs are symbols, not garbage."""
+    return score(text, symbol_floor=False)[0] < MIN_QUALITY
 
 
 def _area(bbox) -> float:

@@ -39,8 +39,10 @@ ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1b\x7f]")  # \x1c-\x1f cou
 NOT_ALNUM = re.compile(r"[\W_]+")  # what is not a letter or a digit, any script (as str.isalnum)
 
 
-def score(text: str, min_chars: int = MIN_SAMPLE_CHARS) -> tuple[float, str]:
-    """(0..1, "" or why the text is garbage) for `text` (see the module docstring)."""
+def score(text: str, min_chars: int = MIN_SAMPLE_CHARS, symbol_floor: bool = True) -> tuple[float, str]:
+    """(0..1, "" or why the text is garbage) for `text` (see the module docstring).
+    `symbol_floor=False` leaves out the letters-and-digits floor: a block of dot leaders or of a
+    figure's glyphs is mostly symbols without being unreadable (the floor is a page rule)."""
     n = len("".join(text.split()))  # the counts run in C: this is on every page's path
     if n == 0 or n < min_chars:
         return 1.0, ""
@@ -49,7 +51,7 @@ def score(text: str, min_chars: int = MIN_SAMPLE_CHARS) -> tuple[float, str]:
     cipher = sum(len(t) for t in text.split() if not t.isascii() and is_cipher_token(t)) if others else 0
     alnum = len(NOT_ALNUM.sub("", text))
     value = max(0.0, 1.0 - (bad + cipher) / n)
-    if alnum / n < MIN_ALNUM_FRACTION:
+    if symbol_floor and alnum / n < MIN_ALNUM_FRACTION:
         value = min(value, alnum / n)
     if value >= MIN_QUALITY:
         return round(value, 4), ""
