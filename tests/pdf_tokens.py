@@ -5,7 +5,8 @@ Tokens are NFKC-normalised, lowercased words of letters and digits in any script
 that each Han ideograph and each kana is a token of its own: Chinese and Japanese are written
 without spaces, so their "words" would depend on where a tool breaks lines. F1 is over
 multisets (a word twice in the reference must appear twice), so it ignores order: page order
-is checked separately.
+is checked separately. HTML tags (a table with spanning cells) are markup, not words: they are
+left out.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections import Counter
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana, CJK ideographs (+ ext. A, compat.)
 TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+TAG = re.compile(r"</?(?:table|thead|tbody|tr|td|th)\b[^>]*>", re.IGNORECASE)
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of `text` (see the module docstring)."""
-    return TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+    return TOKEN.findall(unicodedata.normalize("NFKC", TAG.sub(" ", text)).lower())
 
 
 def f1(candidate: str, reference: str) -> float:

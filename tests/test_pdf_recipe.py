@@ -121,9 +121,11 @@ def test_every_page_is_one_row_in_page_order_with_its_route(folder):
         assert docs[name]["routes"] == {**{r: 0 for r in ("text_layer", "ocr", "layout", "empty")},
                                         **Counter(p["route"] for p in rows)}
     for name in ("pymupdf_mupdf_explored.pdf", "docling_redp5110_sampled.pdf", "mineru_demo3_tableformer.pdf"):
-        doc, at = docs[name]["markdown"], 0
-        for p in per_doc[name]:  # the document is its pages, in page order
-            probe = _probe(p["markdown"])
+        # the document is its pages, in page order (hyphens aside: the document decides a line-end
+        # hyphen by all its words, a page by its own: "antialiasing" on its page, "anti-aliasing")
+        doc, at = docs[name]["markdown"].replace("-", ""), 0
+        for p in per_doc[name]:
+            probe = _probe(p["markdown"]).replace("-", "")
             found = doc.find(probe, at)
             assert found >= at, f"{name}: page {p['lineage'][1]} is not after page {p['lineage'][1] - 1}"
             at = found
@@ -140,8 +142,9 @@ def test_running_headers_and_footers_are_dropped_from_the_document(folder):
     redp = docs["docling_redp5110_sampled.pdf"]["markdown"]
     footer = "Row and Column Access Control Support in IBM DB2 for i"
     redp_pages = [p["markdown"] for p in pages if names[p["lineage"][0]] == "docling_redp5110_sampled.pdf"]
-    assert sum(footer in md for md in redp_pages) >= 5  # on the pages...
-    assert redp.count(footer) <= 2  # ...not repeated in the document (the cover's title stays)
+    assert sum(footer in md for md in redp_pages) <= 2  # a footer by its class and place, on each page
+    assert redp.count(footer) <= 2  # and not repeated in the document (the cover's title stays)
+    assert "Copyright IBM Corp. 2014" not in redp
 
 
 def test_an_encrypted_pdf_opens_with_the_password_the_recipe_gives(tmp_path):
@@ -163,7 +166,9 @@ def test_the_bundled_examples_run(tmp_path):
     assert rc == EXIT_PARTIAL
     assert [d["status"] for d in tables["documents"]] == ["present", "failed", "present"]
     assert [(p["lineage"], p["route"]) for p in tables["pages"]] == [([0, 0], "text_layer"), ([2, 0], "empty")]
-    assert "| # enc-layers | # dec-layers |" in tables["documents"][0]["markdown"]  # the paper's table, as Markdown
+    # the paper's table, as HTML: its header cells span two rows, "TEDs" three columns
+    assert '<td rowspan="2"># enc-layers</td><td rowspan="2"># dec-layers</td>' in tables["documents"][0]["markdown"]
+    assert '<td colspan="3">TEDs</td>' in tables["documents"][0]["markdown"]
 
 
 def test_the_recipe_bounds_what_one_page_can_cost():

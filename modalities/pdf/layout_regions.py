@@ -20,6 +20,7 @@ one paragraph (`words.join_lines`). Then:
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Any
 
@@ -35,6 +36,7 @@ LAYOUT_KINDS = {"page-header": "header", "page-footer": "footer", "title": "titl
 EDGE_ZONE = 0.12  # top and bottom share of the page where a header or footer may sit
 SIDE_ZONE = 0.12  # left and right share of the page where a vertical stamp is a margin note
 TITLE_KEEP_RATIO = 0.9  # a `title` box under this share of the page's largest title's size is text
+FIGURE_MAX_TEXT = 0.5  # a picture whose text lines cover this share of its box is text (labels cover little)
 SECTION_LEVEL_RATIO = 1.3  # a section header this much above the body size is level 2, else 3
 
 
@@ -45,6 +47,8 @@ def layout_regions(page: Any, mod: Any, boxes: list, table_content=None, skip: t
     if table_content is None:
         from curate.modalities.pdf.tables import table_content
     view = View(page)
+    if any(b[4] == "picture" for b in boxes):
+        view.graphics_of(page)
     boxes = _trim_tables([(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS])
     lines = [ln for ln in _lines(page, mod) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
     for ln in lines:
@@ -71,8 +75,13 @@ class View:
     def __init__(self, page: Any):
         self.matrix, self.turned = page.rotation_matrix, page.rotation in (90, 270)
         self.width, self.height = page.rect.width, page.rect.height
-        self.vertical, self.edges = False, (0.0, 0.0)
+        self.vertical, self.edges, self.graphics = False, (0.0, 0.0), []
         self._rect = type(page.rect)
+
+    def graphics_of(self, page: Any) -> None:
+        """The boxes of the page's images and vector paths (what a figure is made of)."""
+        self.graphics = [tuple(i["bbox"]) for i in page.get_image_info()]
+        self.graphics += [tuple(d["rect"]) for d in page.get_cdrawings() if "rect" in d]
 
     def shown(self, bbox) -> tuple[float, float, float, float]:
         return rules._box(self._rect(bbox) * self.matrix)
@@ -103,12 +112,15 @@ def _owner(bbox, boxes: list) -> int | None:
 def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> RegionRecord | None:
     kind = LAYOUT_KINDS[label]
     if kind == "figure":
-        return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
+        covered = sum(_area(ln["bbox"]) for ln in lines) / max(_area(bbox), 1e-6)
+        if covered < FIGURE_MAX_TEXT and any(_overlaps(bbox, g) for g in view.graphics):
+            return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
+        kind = "text"  # a "picture" with no image or drawing in it, or filled with lines, is text
     if kind == "table":
         content = table_content(page, mod, bbox)
-        if content:
+        if content and table_fill(content) >= rules.TABLE_MIN_FILL:
             return RegionRecord(kind="table", bbox=bbox, order=0, content=content, source=SOURCE)
-        kind = "text"  # the model saw a table the cells do not confirm: keep its text
+        kind = "text"  # cells that do not confirm it (a form's grid, mostly empty): keep its text
     if not lines:
         return None
     if view.vertical:  # columns of vertical writing: MuPDF's own line order
@@ -225,6 +237,20 @@ def _with_order(region: RegionRecord, order: int) -> RegionRecord:
     from dataclasses import replace
 
     return replace(region, order=order)
+
+
+def table_fill(content: str) -> float:
+    """The share of a table's cells (Markdown or HTML) that hold text."""
+    if content.lstrip().startswith("<"):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", content, re.DOTALL)
+    else:
+        rows = [ln for ln in content.splitlines() if ln.startswith("|") and not set(ln) <= set("|- ")]
+        cells = [c for ln in rows for c in re.split(r"(?<!\\)\|", ln.strip()[1:-1])]
+    return sum(1 for c in cells if c.strip()) / max(len(cells), 1)
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _union(boxes: list) -> tuple[float, float, float, float]:
