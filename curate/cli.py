@@ -1,4 +1,4 @@
-"""`curate run | validate | recipes | inspect | report`.
+"""`curate run | validate | recipes | inspect | report | eval`.
 
 RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
 CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
@@ -118,6 +118,14 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("out")
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
+    ev = sub.add_parser("eval", help="pass rates of olmOCR-Bench-style unit tests (JSONL) on runs' pages, by kind")
+    ev.add_argument("outs", nargs="+", metavar="OUT", help="output directory of a PDF recipe's run (several: side by side)")
+    ev.add_argument("--tests", action="append", required=True, metavar="FILE.jsonl",
+                    help="unit tests, one JSON object a line (repeatable)")
+    ev.add_argument("--output", default="pages", help="the output holding one row per page (default: pages)")
+    ev.add_argument("--failures", action="store_true", help="also list each failed test and why, per run")
+    ev.add_argument("--json", metavar="PATH", help="write every test's outcome per run to PATH")
+    ev.set_defaults(func=cmd_eval)
     return p
 
 
@@ -286,6 +294,32 @@ def cmd_report(args) -> int:
                            causes=d.top_causes())
     for kind, p in written.items():
         print(f"{kind}: {p}")
+    return EXIT_OK
+
+
+def cmd_eval(args) -> int:
+    """Each run's pages against the tests; a table of pass rates by kind, a column per run."""
+    import json
+
+    from curate.modalities.pdf import eval as ev
+
+    tests = [t for f in args.tests for t in ev.load_tests(f)]
+    columns = {}
+    for out in args.outs:
+        name = out if out not in columns else f"{out} ({len(columns)})"
+        columns[name] = ev.evaluate(tests, ev.load_pages(out, args.output))
+    print(f"{len(tests)} tests from {', '.join(args.tests)}")
+    print(ev.table(columns))
+    if args.failures:
+        for name, outcomes in columns.items():
+            failed = [o for o in outcomes if not o.passed]
+            print(f"\n{name}: {len(failed)} failed")
+            for o in failed:
+                print(f"  {o.kind:<9}{o.id}: {o.why}")
+    if args.json:
+        from dataclasses import asdict
+
+        Path(args.json).write_text(json.dumps({n: [asdict(o) for o in v] for n, v in columns.items()}, indent=1))
     return EXIT_OK
 
 
