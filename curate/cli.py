@@ -285,6 +285,19 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
+def _eval_pages(out: str, output: str) -> dict:
+    """The pages of run directory `out` for `curate eval`; an error naming the fix when the
+    directory holds no such output."""
+    from curate.io.read import read_table
+    from curate.modalities.pdf.eval import pages_from_rows
+
+    if not (Path(out) / output).is_dir():
+        raise CurateError(f"{out}: no output {output!r} here; give the output directory of a PDF recipe's run "
+                          f"(`curate run pdf_to_markdown --output {out}`), or name the output with --output")
+    cols = ["root_key", "ordinal", "status", "markdown"]
+    return pages_from_rows(read_table(out, output).select(cols).to_pylist())
+
+
 def cmd_report(args) -> int:
     from curate.report import write_report
 
@@ -307,7 +320,7 @@ def cmd_eval(args) -> int:
     columns = {}
     for out in args.outs:
         name = out if out not in columns else f"{out} ({len(columns)})"
-        columns[name] = ev.evaluate(tests, ev.load_pages(out, args.output))
+        columns[name] = ev.evaluate(tests, _eval_pages(out, args.output))
     print(f"{len(tests)} tests from {', '.join(args.tests)}")
     print(ev.table(columns))
     if args.failures:

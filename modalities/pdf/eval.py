@@ -4,7 +4,7 @@ or more runs, pass rates by kind side by side.
 A test file has one JSON object a line: `pdf` (the input file's name, or its path relative to
 the run's input root), `page` (1-based, as the format numbers pages), `id`, `type` (present,
 absent, order, table, math, baseline) and the fields of its kind (eval_checks.py, eval_tables.py).
-A run's page is found by the input's relative path (the root key before `@`), else by its file
+A run's page (`pages_from_rows`) is found by the input's relative path (the root key before `@`), else by its file
 name; a page the run lacks or FAILED fails its tests. The rate of a kind is passed / tests of
 that kind; overall is passed / all tests."""
 
@@ -91,16 +91,10 @@ def run_test(test: dict, md: str | None) -> Outcome:
     return Outcome(test["id"], test["type"], ok, why)
 
 
-def load_pages(out: str | Path, output: str = PAGES_OUTPUT) -> dict[tuple[str, int], str | None]:
-    """A run's pages as {(input path relative to its root, 1-based page): markdown}; a FAILED
-    page maps to None. InputError when `out` holds no such output."""
-    from curate.io.read import read_table
-
-    out = Path(out)
-    if not (out / output).is_dir():
-        raise InputError(f"{out}: no output {output!r} here; give the output directory of a PDF recipe's run "
-                         f"(`curate run pdf_to_markdown --output {out}`), or name the output with --output")
-    rows = read_table(out, output).to_pylist()
+def pages_from_rows(rows) -> dict[tuple[str, int], str | None]:
+    """A run's `pages` rows (dicts with root_key, ordinal, status, markdown, as curate writes
+    them) as {(input path relative to its root, 1-based page): markdown}; a page that is not
+    PRESENT maps to None."""
     pages = {}
     for r in rows:
         if r.get("ordinal") is None or not r.get("root_key"):

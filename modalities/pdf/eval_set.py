@@ -67,7 +67,7 @@ def two_columns(path: Path) -> Path:
     mid = A4[0] / 2
     _paragraphs(page, (MARGIN, 120, mid - 10, 700), LEFT_COLUMN)
     _paragraphs(page, (mid + 10, 120, A4[0] - MARGIN, 700), RIGHT_COLUMN)
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -97,7 +97,7 @@ def booktabs(path: Path) -> Path:
         page.draw_line((MARGIN - 4, y), (right, y), width=width)
     _paragraphs(page, (MARGIN, ys[-1] + 40, A4[0] - MARGIN, 500),
                 ["The layout reader gains most on pages with tables and columns."])
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -110,7 +110,7 @@ def borderless(path: Path) -> Path:
     ys = _rows(page, [MARGIN, MARGIN + 120, MARGIN + 230], 140, WHITESPACE_ROWS)
     _paragraphs(page, (MARGIN, ys[-1] + 30, A4[0] - MARGIN, 500),
                 ["Figures are from the census of the year the survey was made."])
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -129,7 +129,7 @@ def running_header(path: Path) -> Path:
     page.insert_text((A4[0] / 2 - 5, A4[1] - 30), "43", fontsize=8, fontname="tiro")
     page.insert_text((MARGIN, A4[1] - 44), "Copyright 2026 Document Studies Society. All rights reserved.", fontsize=7,
                      fontname="tiro")
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -150,7 +150,7 @@ def hyphenated(path: Path) -> Path:
     page.insert_text((MARGIN, 90), "Hyphens at Line Ends", fontsize=16, fontname="hebo")
     for i, line in enumerate(HYPHENATED_LINES):
         page.insert_text((MARGIN, 130 + i * LEAD), line, fontsize=BODY, fontname="tiro")
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -167,7 +167,7 @@ def rotated(path: Path) -> Path:
     page = doc.new_page(width=A4[0], height=A4[1])
     page.show_pdf_page(page.rect, src, 0, rotate=90)
     page.set_rotation(90)
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -188,7 +188,7 @@ def figure(path: Path) -> Path:
     page.insert_text((MARGIN, top + 120), "Figure 1: The two stages of the model.", fontsize=BODY, fontname="tiro")
     _paragraphs(page, (MARGIN, top + 150, A4[0] - MARGIN, 600),
                 ["The first stage encodes each line; the second decodes the page's structure."])
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
@@ -205,7 +205,7 @@ def upside_down_scan(path: Path, dpi: int = 150) -> Path:
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     out = doc.new_page(width=page.rect.width, height=page.rect.height)
     out.insert_image(out.rect, stream=pix.tobytes("png"), rotate=180)
-    doc.save(path)
+    doc.save(path, no_new_id=True)
     return path
 
 
