@@ -38,14 +38,6 @@ WHITESPACE_ROWS = [["City", "Population", "Area km2"],
                    ["Virton", "11,474", "52.2"]]
 
 
-def _doc():
-    import pymupdf
-
-    doc = pymupdf.open()
-    doc.set_metadata({"producer": "curate eval_set", "creator": "curate eval_set", "creationDate": "", "modDate": ""})
-    return pymupdf, doc
-
-
 def _paragraphs(page, rect, paras: list[str]) -> float:
     """Paragraphs set in `rect` one after the other, a blank line between; the y they end at."""
     import pymupdf
@@ -59,16 +51,12 @@ def _paragraphs(page, rect, paras: list[str]) -> float:
     return y
 
 
-def two_columns(path: Path) -> Path:
+def two_columns(page) -> None:
     """A title across the page, then two columns of three paragraphs each."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     page.insert_text((MARGIN, 90), "Reading Order in Two Columns", fontsize=18, fontname="hebo")
     mid = A4[0] / 2
     _paragraphs(page, (MARGIN, 120, mid - 10, 700), LEFT_COLUMN)
     _paragraphs(page, (mid + 10, 120, A4[0] - MARGIN, 700), RIGHT_COLUMN)
-    doc.save(path, no_new_id=True)
-    return path
 
 
 def _rows(page, x: list[float], y: float, rows: list[list[str]], bold_first: bool = True) -> list[float]:
@@ -82,10 +70,8 @@ def _rows(page, x: list[float], y: float, rows: list[list[str]], bold_first: boo
     return ys
 
 
-def booktabs(path: Path) -> Path:
+def booktabs(page) -> None:
     """A paragraph, a table caption, and a table ruled by three horizontal lines only."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     _paragraphs(page, (MARGIN, 80, A4[0] - MARGIN, 200),
                 ["Table 1 compares three readers on the same pages; the last read fewer pages because its OCR "
                  "step timed out on scans."])
@@ -97,27 +83,19 @@ def booktabs(path: Path) -> Path:
         page.draw_line((MARGIN - 4, y), (right, y), width=width)
     _paragraphs(page, (MARGIN, ys[-1] + 40, A4[0] - MARGIN, 500),
                 ["The layout reader gains most on pages with tables and columns."])
-    doc.save(path, no_new_id=True)
-    return path
 
 
-def borderless(path: Path) -> Path:
+def borderless(page) -> None:
     """A paragraph and a table aligned by whitespace alone: no rules at all."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     _paragraphs(page, (MARGIN, 80, A4[0] - MARGIN, 200),
                 ["The towns of the province differ more in area than in population, as the figures below show."])
     ys = _rows(page, [MARGIN, MARGIN + 120, MARGIN + 230], 140, WHITESPACE_ROWS)
     _paragraphs(page, (MARGIN, ys[-1] + 30, A4[0] - MARGIN, 500),
                 ["Figures are from the census of the year the survey was made."])
-    doc.save(path, no_new_id=True)
-    return path
 
 
-def running_header(path: Path) -> Path:
+def running_header(page) -> None:
     """A one-page paper with a running head, a page number and a copyright footer around its body."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     page.insert_text((MARGIN, 36), "Journal of Document Studies 12 (2026) 41-49", fontsize=8, fontname="tiro")
     page.insert_text((A4[0] - MARGIN - 120, 36), "Layout and Recognition 43", fontsize=8, fontname="tiro")
     page.insert_text((MARGIN, 110), "Headers Are Not Body Text", fontsize=16, fontname="hebo")
@@ -129,8 +107,6 @@ def running_header(path: Path) -> Path:
     page.insert_text((A4[0] / 2 - 5, A4[1] - 30), "43", fontsize=8, fontname="tiro")
     page.insert_text((MARGIN, A4[1] - 44), "Copyright 2026 Document Studies Society. All rights reserved.", fontsize=7,
                      fontname="tiro")
-    doc.save(path, no_new_id=True)
-    return path
 
 
 HYPHENATED_LINES = [
@@ -143,38 +119,30 @@ HYPHENATED_LINES = [
 ]
 
 
-def hyphenated(path: Path) -> Path:
+def hyphenated(page) -> None:
     """A paragraph set line by line, its words broken at line ends with hyphens, soft and hard."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     page.insert_text((MARGIN, 90), "Hyphens at Line Ends", fontsize=16, fontname="hebo")
     for i, line in enumerate(HYPHENATED_LINES):
         page.insert_text((MARGIN, 130 + i * LEAD), line, fontsize=BODY, fontname="tiro")
-    doc.save(path, no_new_id=True)
-    return path
 
 
-def rotated(path: Path) -> Path:
+def rotated(page) -> None:
     """A landscape page stored portrait, its content drawn turned and the page given /Rotate 90 so
     that a viewer shows it upright (as scanners and printers store landscape pages)."""
-    pymupdf, doc = _doc()
+    import pymupdf
+
     src = pymupdf.open()
     land = src.new_page(width=A4[1], height=A4[0])
     land.insert_text((MARGIN, 80), "A Page Turned Sideways", fontsize=16, fontname="hebo")
     _paragraphs(land, (MARGIN, 110, A4[1] - MARGIN, 500), [
         "This landscape page is stored portrait with a rotation of ninety degrees, so a viewer turns it upright.",
         "Its text must still come out in reading order, line by line."])
-    page = doc.new_page(width=A4[0], height=A4[1])
     page.show_pdf_page(page.rect, src, 0, rotate=90)
     page.set_rotation(90)
-    doc.save(path, no_new_id=True)
-    return path
 
 
-def figure(path: Path) -> Path:
+def figure(page) -> None:
     """A paragraph, a vector figure with labels inside its boxes, its caption, another paragraph."""
-    pymupdf, doc = _doc()
-    page = doc.new_page(width=A4[0], height=A4[1])
     _paragraphs(page, (MARGIN, 80, A4[0] - MARGIN, 200),
                 ["The model reads a page in two stages, shown in Figure 1."])
     top = 130
@@ -188,25 +156,25 @@ def figure(path: Path) -> Path:
     page.insert_text((MARGIN, top + 120), "Figure 1: The two stages of the model.", fontsize=BODY, fontname="tiro")
     _paragraphs(page, (MARGIN, top + 150, A4[0] - MARGIN, 600),
                 ["The first stage encodes each line; the second decodes the page's structure."])
-    doc.save(path, no_new_id=True)
-    return path
 
 
 SCAN_LINES = ["A scanned page turned upside down", "must be turned back before it is read."]
 
 
-def upside_down_scan(path: Path, dpi: int = 150) -> Path:
+SCAN_SIZE = (420.0, 120.0)  # points: a strip of two lines
+SCAN_DPI = 150  # a fax-like resolution
+
+
+def upside_down_scan(page) -> None:
     """A scan (an image, no text layer) of two lines, the image turned 180 degrees."""
-    pymupdf, doc = _doc()
+    import pymupdf
+
     src = pymupdf.open()
-    page = src.new_page(width=420, height=120)
+    typeset = src.new_page(width=SCAN_SIZE[0], height=SCAN_SIZE[1])
     for i, line in enumerate(SCAN_LINES):
-        page.insert_text((30, 50 + 30 * i), line, fontsize=16, fontname="helv")
-    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
-    out = doc.new_page(width=page.rect.width, height=page.rect.height)
-    out.insert_image(out.rect, stream=pix.tobytes("png"), rotate=180)
-    doc.save(path, no_new_id=True)
-    return path
+        typeset.insert_text((30, 50 + 30 * i), line, fontsize=16, fontname="helv")
+    pix = typeset.get_pixmap(dpi=SCAN_DPI, colorspace=pymupdf.csGRAY)
+    page.insert_image(page.rect, stream=pix.tobytes("png"), rotate=180)
 
 
 BUILDERS = {"eval_two_columns.pdf": two_columns, "eval_booktabs.pdf": booktabs, "eval_borderless.pdf": borderless,
@@ -216,9 +184,20 @@ BUILDERS = {"eval_two_columns.pdf": two_columns, "eval_booktabs.pdf": booktabs, 
 
 def write_eval_set(folder: str | Path, names: list[str] | None = None) -> list[Path]:
     """The eval set's PDFs written into `folder` (all, or those `names`); their paths."""
+    import pymupdf
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return [BUILDERS[n](folder / n) for n in (names or BUILDERS)]
+    paths = []
+    for name in names or BUILDERS:
+        doc = pymupdf.open()
+        # fixed metadata and no random /ID: the same bytes every time
+        doc.set_metadata({"producer": "curate eval_set", "creator": "curate eval_set", "creationDate": "", "modDate": ""})
+        size = SCAN_SIZE if BUILDERS[name] is upside_down_scan else A4
+        BUILDERS[name](doc.new_page(width=size[0], height=size[1]))
+        paths.append(folder / name)
+        doc.save(paths[-1], no_new_id=True)
+    return paths
 
 
 if __name__ == "__main__":
