@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 ROOT = HERE.parent
 DATA = ROOT.parent / "shared" / "data" / "pdfs"
-TESTS = [ROOT / "tests" / "data" / "pdf_eval" / "shared.jsonl", ROOT / "tests" / "data" / "pdf_eval" / "generated.jsonl"]
+TESTS = [ROOT / "tests" / "data" / "pdf_eval" / f"{name}.jsonl" for name in ("shared", "generated")]
 CORPUS_PAGES, QUICK_CORPUS_PAGES = 2100, 210  # the issue asks for >= 2,000 pages; --quick: a tenth
 CORPUS_DOC_PAGES = 30  # pages per generated document: a paper's length
 CORPUS_MINERU_PAGES = 30  # MinerU flash reads seconds a page on 2 cores: its speed is taken on a slice
@@ -77,6 +77,7 @@ def corpus(folder: Path, pages: int) -> list[str]:
 
 # ---- each system's pages, {(file name, 1-based page): markdown} -------------------------------
 def pages_curate(paths: list[str]) -> dict:
+    """The default recipe's `pages` (local executor: the same Markdown the Ray executor writes)."""
     import curate as cu
     from curate.recipe import load_recipe
 
@@ -87,6 +88,7 @@ def pages_curate(paths: list[str]) -> dict:
 
 
 def pages_loop(paths: list[str]) -> dict:
+    """The pages of the loop of curate's stages that the speed table times."""
     from pdf_compare import sequential
 
     keep: dict = {}
@@ -95,6 +97,7 @@ def pages_loop(paths: list[str]) -> dict:
 
 
 def pages_pymupdf4llm(paths: list[str]) -> dict:
+    """pymupdf4llm's page chunks, its layout module on."""
     import pymupdf.layout  # noqa: F401 - layout on: must be imported before pymupdf4llm
     import pymupdf4llm
 
@@ -251,6 +254,7 @@ def print_tables(res: dict) -> None:
 
 
 def main() -> None:
+    """The comparison, or (--one) one system's measurement printed as a RESULT line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a {QUICK_CORPUS_PAGES}-page corpus, no MinerU")
     ap.add_argument("--json", help="also write the results here")

@@ -118,15 +118,21 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("out")
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
+    _eval_parser(sub)
+    return p
+
+
+def _eval_parser(sub) -> None:
+    """`curate eval`'s arguments."""
     ev = sub.add_parser("eval", help="pass rates of olmOCR-Bench-style unit tests (JSONL) on runs' pages, by kind")
-    ev.add_argument("outs", nargs="+", metavar="OUT", help="output directory of a PDF recipe's run (several: side by side)")
+    ev.add_argument("outs", nargs="+", metavar="OUT",
+                    help="output directory of a PDF recipe's run (several: side by side)")
     ev.add_argument("--tests", action="append", required=True, metavar="FILE.jsonl",
                     help="unit tests, one JSON object a line (repeatable)")
     ev.add_argument("--output", default="pages", help="the output holding one row per page (default: pages)")
     ev.add_argument("--failures", action="store_true", help="also list each failed test and why, per run")
     ev.add_argument("--json", metavar="PATH", help="write every test's outcome per run to PATH")
     ev.set_defaults(func=cmd_eval)
-    return p
 
 
 def _load(args, input_given: bool = False):

@@ -267,7 +267,8 @@ def run_out(tmp_path_factory, generated) -> Path:
 def _pages(out: Path) -> dict:
     import pyarrow.parquet as pq
 
-    return ev.pages_from_rows(r for f in sorted((out / "pages").glob("*.parquet")) for r in pq.read_table(f).to_pylist())
+    parts = sorted((out / "pages").glob("*.parquet"))
+    return ev.pages_from_rows(r for f in parts for r in pq.read_table(f).to_pylist())
 
 
 def _run_tests() -> list[dict]:

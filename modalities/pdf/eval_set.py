@@ -192,7 +192,8 @@ def write_eval_set(folder: str | Path, names: list[str] | None = None) -> list[P
     for name in names or BUILDERS:
         doc = pymupdf.open()
         # fixed metadata and no random /ID: the same bytes every time
-        doc.set_metadata({"producer": "curate eval_set", "creator": "curate eval_set", "creationDate": "", "modDate": ""})
+        doc.set_metadata({"producer": "curate eval_set", "creator": "curate eval_set", "creationDate": "",
+                          "modDate": ""})
         size = SCAN_SIZE if BUILDERS[name] is upside_down_scan else A4
         BUILDERS[name](doc.new_page(width=size[0], height=size[1]))
         paths.append(folder / name)

@@ -127,6 +127,7 @@ class _Html(HTMLParser):
         self.tables, self.stack, self.cell, self.in_head = [], [], None, 0
 
     def handle_starttag(self, tag, attrs):
+        """A table, row or cell opens (a cell remembers its spans and whether it is a heading)."""
         a = dict(attrs)
         if tag == "table":
             self.stack.append([])
@@ -142,6 +143,7 @@ class _Html(HTMLParser):
             self.cell[0].append(" ")
 
     def handle_endtag(self, tag):
+        """A cell joins its row; a finished table joins the list."""
         if tag in ("td", "th") and self.cell is not None and self.stack:
             text, rs, cs, head = self.cell
             self.stack[-1][-1].append(("".join(text).strip(), rs, cs, head))
@@ -152,6 +154,7 @@ class _Html(HTMLParser):
             self.tables.append(self.stack.pop())
 
     def handle_data(self, data):
+        """Text inside a cell is its content; text elsewhere is not the table's."""
         if self.cell is not None:
             self.cell[0].append(data)
 
