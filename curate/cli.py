@@ -322,7 +322,11 @@ def cmd_eval(args) -> int:
 
     from curate.modalities.pdf import eval as ev
 
-    tests = [t for f in args.tests for t in ev.load_tests(f)]
+    skipped: dict = {}
+    tests = [t for f in args.tests for t in ev.load_tests(f, skipped)]
+    if skipped:
+        print("skipped (kinds curate eval does not run): " + ", ".join(f"{n} {k}" for k, n in skipped.items()),
+              file=sys.stderr)
     columns = {}
     for out in args.outs:
         name = out if out not in columns else f"{out} ({len(columns)})"

@@ -172,6 +172,16 @@ def test_a_bad_test_file_names_each_bad_line_and_the_fix(tmp_path):
         ev.load_tests(tmp_path / "missing.jsonl")
 
 
+def test_kinds_this_eval_does_not_run_are_counted_when_asked(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"pdf": "a.pdf", "page": 1, "id": "f", "type": "footnote", "marker": "1"}\n'
+                 '{"pdf": "a.pdf", "page": 1, "id": "ok", "type": "present", "text": "x"}\n')
+    skipped: dict = {}
+    assert [t["id"] for t in ev.load_tests(f, skipped)] == ["ok"] and skipped == {"footnote": 1}
+    with pytest.raises(InputError, match="type 'footnote'"):
+        ev.load_tests(f)
+
+
 def test_a_page_is_found_by_path_or_file_name_and_a_missing_page_fails():
     pages = {("sub/a.pdf", 1): "Hello world", ("b.pdf", 2): None}
     assert ev.page_of(pages, "a.pdf", 1) == "Hello world"
