@@ -228,6 +228,47 @@ def test_every_ground_truth_test_is_valid_and_names_a_page_that_exists(generated
     assert {t["pdf"] for t in ev.load_tests(DATA / "generated.jsonl")} == set(BUILDERS)
 
 
+IDEAL = {  # what a perfect reader writes for each generated page, typed from eval_set's source by hand
+    "eval_two_columns.pdf": "# Reading Order in Two Columns\n\nColumn one opens the paper with a short account of why "
+    "documents need careful reading.\n\nReaders of scanned archives lose hours when a page comes out with its columns "
+    "interleaved.\n\nThe left column ends with this sentence about the cost of interleaved columns.\n\nThe right "
+    "column begins only after the left column has been read to its end.\n\nIt describes a method that finds the "
+    "columns first and reads each from top to bottom.\n\nThe method was tried on four hundred pages of reports from "
+    "a regional archive.",
+    "eval_booktabs.pdf": "Table 1 compares three readers on the same pages.\n\nTable 1: Precision and recall of three "
+    "readers.\n\n| Model | Precision | Recall | Pages |\n|---|---|---|---|\n| Baseline | 71.2 | 64.8 | 120 |\n"
+    "| Layout | 83.5 | 79.1 | 120 |\n| Layout+OCR | 88.9 | 85.4 | 96 |\n\nThe layout reader gains most on pages with "
+    "tables and columns.",
+    "eval_borderless.pdf": "The towns of the province differ more in area than in population, as the figures below "
+    "show.\n\n<table><tr><th>City</th><th>Population</th><th>Area km2</th></tr><tr><td>Arlon</td><td>30,574</td>"
+    "<td>118.6</td></tr><tr><td>Bastogne</td><td>16,275</td><td>172.0</td></tr><tr><td>Virton</td><td>11,474</td>"
+    "<td>52.2</td></tr></table>\n\nFigures are from the census of the year the survey was made.",
+    "eval_running_header.pdf": "# Headers Are Not Body Text\n\nA running head repeats the journal's name on every "
+    "page, and a reader that keeps it puts the same words between every two paragraphs of the article.\n\nOn a "
+    "one-page paper there is no repetition to detect, so the reader must tell the header by its place on the page "
+    "and its small type.",
+    "eval_hyphenated.pdf": "# Hyphens at Line Ends\n\nThe recognition of words split at line ends is a small matter "
+    "that every reader meets. A state-of-the-art reader joins soft breaks and keeps the hyphen of a compound such "
+    "as self-attention, which the text spells self-attention elsewhere too.",
+    "eval_rotated.pdf": "# A Page Turned Sideways\n\nThis landscape page is stored portrait with a rotation of ninety "
+    "degrees, so a viewer turns it upright.\n\nIts text must still come out in reading order, line by line.",
+    "eval_figure.pdf": "The model reads a page in two stages, shown in Figure 1.\n\n![Figure 1](figure-1.png)\n\n"
+    "Figure 1: The two stages of the model.\n\nThe first stage encodes each line; the second decodes the page's "
+    "structure.",
+    "eval_upside_down_scan.pdf": "A scanned page turned upside down\nmust be turned back before it is read.",
+}
+
+
+def test_a_perfect_reader_passes_every_generated_test_and_a_kept_header_fails_one():
+    pages = {(name, 1): md for name, md in IDEAL.items()}
+    outcomes = ev.evaluate(ev.load_tests(DATA / "generated.jsonl"), pages)
+    assert [o.id for o in outcomes if not o.passed] == []
+    kept_header = {**pages, ("eval_running_header.pdf", 1): "Journal of Document Studies 12 (2026) 41-49\n\n"
+                   + IDEAL["eval_running_header.pdf"]}
+    failed = [o.id for o in ev.evaluate(ev.load_tests(DATA / "generated.jsonl"), kept_header) if not o.passed]
+    assert failed == ["eval_running_header_journal"]
+
+
 def test_the_eval_set_is_the_same_bytes_every_time(tmp_path, generated):
     again = write_eval_set(tmp_path, ["eval_two_columns.pdf", "eval_rotated.pdf"])
     for p in again:
