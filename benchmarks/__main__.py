@@ -21,6 +21,9 @@ Suites (default: all, in this order):
                ../shared/data/videos vs plain sequential loops (pdf_compare.py, video_compare.py)
   simulation   the scheduler alone against a discrete-event 64-GPU cluster with the paper's
                corpus shape (benchmarks/simulate.py)
+  pdfquality   PDF -> Markdown quality (pass rate per kind of `curate eval`'s unit tests) and
+               pages/s on a generated born-digital corpus: curate vs pymupdf4llm (layout on),
+               MinerU 4 flash and a loop of curate's stages (benchmarks/pdfquality.py)
 
 `--quick` shrinks every suite (the longtail one to one shape of 1,200 pages). Results go to
 DIR (default benchmarks/results/<UTC time>): <suite>.json, <suite>.png, <suite>.md, and
@@ -374,8 +377,70 @@ def suite_simulation(quick: bool) -> tuple[dict, list[Table]]:
     return sim, [t]
 
 
+def suite_pdfquality(quick: bool) -> tuple[dict, list[Table]]:
+    """PDF -> Markdown pass rates by kind on the eval set, and pages/s on a generated corpus."""
+    out = HERE / ".pdfquality.json"
+    proc = subprocess.run([sys.executable, str(HERE / "pdfquality.py"), *(["--quick"] if quick else []),
+                           "--json", str(out)], check=False, capture_output=True, text=True)
+    if proc.returncode != 0 or not out.exists():
+        print(f"  pdfquality.py FAILED\n{proc.stderr[-2500:]}")
+        return {}, []
+    res = json.loads(out.read_text())
+    out.unlink()
+    return res, [_quality_table(res), _speed_table(res)]
+
+
+def _quality_table(res: dict) -> Table:
+    """Pass rate by kind, a column per system; the targets: curate >= pymupdf4llm per kind, >= 60%."""
+    rows = [r for r in res["quality"] if "rates" in r]
+    t = Table("PDF -> Markdown quality: pass rate by kind (tests/data/pdf_eval)" + (" (quick)" if res["quick"] else ""),
+              [("kind", 10), *((r["system"], 16) for r in rows)])
+    t.header()
+    kinds = [k for k in ("present", "absent", "order", "table", "math", "baseline", "overall")
+             if any(k in r["rates"] for r in rows)]
+    for k in kinds:
+        t.add(k, *("-" if _rate(r["rates"], k) is None else
+                   f"{_rate(r['rates'], k):.1%} ({r['rates'][k][0]}/{r['rates'][k][1]})" for r in rows))
+    by = {r["system"]: r["rates"] for r in rows}
+    cur, ref = by.get("curate"), by.get("pymupdf4llm")
+    if cur and ref:
+        worse = [k for k in kinds if k != "overall" and (_rate(cur, k) or 0) < (_rate(ref, k) or 0)]
+        t.target("kinds where curate < pymupdf4llm", len(worse), "0", not worse)
+        if worse:
+            t.notes.append(f"curate is under pymupdf4llm in: {', '.join(worse)}.")
+    if cur:
+        t.target("curate overall pass rate", _rate(cur, "overall"), ">= 0.6", (_rate(cur, "overall") or 0) >= 0.6)
+    return t
+
+
+def _rate(rates: dict, kind: str) -> float | None:
+    """passed / tests of one kind (None: no test of that kind)."""
+    passed, n = rates.get(kind, (0, 0))
+    return passed / n if n else None
+
+
+def _speed_table(res: dict) -> Table:
+    """Pages/s on the generated corpus; the targets: one-shot >= 1.5x pymupdf4llm and >= 1.6x the loop."""
+    t = Table(f"PDF -> Markdown speed: {res['corpus_pages']} generated born-digital pages",
+              [("system", 22), ("pages", 7), ("seconds", 9), ("pages/s", 9)])
+    t.header()
+    got = {}
+    for r in res["speed"]:
+        if "pages" in r:
+            got[r["system"]] = r["pages_per_s"]
+            t.add(r["system"], r["pages"], f"{r['seconds']:.2f}", f"{r['pages_per_s']:.2f}")
+    one = got.get("curate one-shot")
+    for other, goal in (("pymupdf4llm", 1.5), ("loop", 1.6)):
+        if one and got.get(other):
+            t.target(f"curate one-shot / {other} pages/s", one / got[other], f">= {goal}", one / got[other] >= goal)
+    if "mineru4 flash" in got:
+        t.notes.append("MinerU 4 flash's speed is taken on a slice of the corpus (benchmarks/pdfquality.py).")
+    return t
+
+
 SUITES = {"longtail": suite_longtail, "ablation": suite_ablation, "suppression": suite_suppression,
-          "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation}
+          "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation,
+          "pdfquality": suite_pdfquality}
 
 
 # ---- plots --------------------------------------------------------------------------------
@@ -428,6 +493,18 @@ def plot(suite: str, data: dict, path: Path) -> bool:
         ax.barh(names, ys)
         ax.axvline(1.8, color="k", ls="--", lw=0.8)
         ax.set_xlabel("throughput / sequential loop")
+    elif suite == "pdfquality" and data.get("quality"):
+        rows = [r for r in data["quality"] if "rates" in r]
+        kinds = [k for k in ("present", "absent", "order", "table", "math", "baseline", "overall")
+                 if any(k in r["rates"] for r in rows)]
+        w = 0.8 / max(1, len(rows))
+        for i, r in enumerate(rows):
+            ax.bar([j + i * w for j in range(len(kinds))], [_rate(r["rates"], k) or 0 for k in kinds], w,
+                   label=r["system"])
+        ax.set_xticks([j + w * (len(rows) - 1) / 2 for j in range(len(kinds))], kinds)
+        ax.set_ylabel("pass rate")
+        ax.set_ylim(0, 1.05)
+        ax.legend()
     elif suite == "simulation" and data.get("scale"):
         g = [r["gpus"] for r in data["scale"]]
         ax.semilogx(g, [r["util_of_ideal"] for r in data["scale"]], "o-", base=2, label="share of ideal utilisation")

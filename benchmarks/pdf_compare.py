@@ -47,8 +47,9 @@ def corpus_files() -> list[str]:
     return [str(p) for p in sorted(DATA.glob("*.pdf")) if p.name not in BAD]
 
 
-def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
-    """The recipe's work in a plain loop, one page and region at a time: (pages, seconds)."""
+def sequential(paths: list[str], force_ocr: bool, keep: dict | None = None) -> tuple[int, float]:
+    """The recipe's work in a plain loop, one page and region at a time: (pages, seconds).
+    `keep`, when given, receives each page's Markdown as {(file name, 1-based page): markdown}."""
     from curate.modalities.pdf.assemble import document_markdown, page_markdown
     from curate.modalities.pdf.documents import PdfPages
     from curate.modalities.pdf.regions import scan_regions
@@ -71,6 +72,8 @@ def sequential(paths: list[str], force_ocr: bool) -> tuple[int, float]:
                 (lines,) = ocr.detect_lines([crop])
                 read += with_text([(region, join_lines([ocr.read_lines(lines)])[0])])
             rows.append(page_markdown([(checked, regions, read)])[0])
+            if keep is not None:
+                keep[(Path(path).name, page.index + 1)] = rows[-1].markdown
         document_markdown([rows])
         pages_done += len(pages)
     return pages_done, time.perf_counter() - start

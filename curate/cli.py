@@ -1,4 +1,4 @@
-"""`curate run | validate | recipes | inspect | report`.
+"""`curate run | validate | recipes | inspect | report | eval`.
 
 RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
 CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
@@ -118,7 +118,21 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("out")
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
+    _eval_parser(sub)
     return p
+
+
+def _eval_parser(sub) -> None:
+    """`curate eval`'s arguments."""
+    ev = sub.add_parser("eval", help="pass rates of olmOCR-Bench-style unit tests (JSONL) on runs' pages, by kind")
+    ev.add_argument("outs", nargs="+", metavar="OUT",
+                    help="output directory of a PDF recipe's run (several: side by side)")
+    ev.add_argument("--tests", action="append", required=True, metavar="FILE.jsonl",
+                    help="unit tests, one JSON object a line (repeatable)")
+    ev.add_argument("--output", default="pages", help="the output holding one row per page (default: pages)")
+    ev.add_argument("--failures", action="store_true", help="also list each failed test and why, per run")
+    ev.add_argument("--json", metavar="PATH", help="write every test's outcome per run to PATH")
+    ev.set_defaults(func=cmd_eval)
 
 
 def _load(args, input_given: bool = False):
@@ -277,6 +291,19 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
+def _eval_pages(out: str, output: str) -> dict:
+    """The pages of run directory `out` for `curate eval`; an error naming the fix when the
+    directory holds no such output."""
+    from curate.io.read import read_table
+    from curate.modalities.pdf.eval import pages_from_rows
+
+    if not (Path(out) / output).is_dir():
+        raise CurateError(f"{out}: no output {output!r} here; give the output directory of a PDF recipe's run "
+                          f"(`curate run pdf_to_markdown --output {out}`), or name the output with --output")
+    cols = ["root_key", "ordinal", "status", "markdown"]
+    return pages_from_rows(read_table(out, output).select(cols).to_pylist())
+
+
 def cmd_report(args) -> int:
     from curate.report import write_report
 
@@ -286,6 +313,36 @@ def cmd_report(args) -> int:
                            causes=d.top_causes())
     for kind, p in written.items():
         print(f"{kind}: {p}")
+    return EXIT_OK
+
+
+def cmd_eval(args) -> int:
+    """Each run's pages against the tests; a table of pass rates by kind, a column per run."""
+    import json
+
+    from curate.modalities.pdf import eval as ev
+
+    skipped: dict = {}
+    tests = [t for f in args.tests for t in ev.load_tests(f, skipped)]
+    if skipped:
+        print("skipped (kinds curate eval does not run): " + ", ".join(f"{n} {k}" for k, n in skipped.items()),
+              file=sys.stderr)
+    columns = {}
+    for out in args.outs:
+        name = out if out not in columns else f"{out} ({len(columns)})"
+        columns[name] = ev.evaluate(tests, _eval_pages(out, args.output))
+    print(f"{len(tests)} tests from {', '.join(args.tests)}")
+    print(ev.table(columns))
+    if args.failures:
+        for name, outcomes in columns.items():
+            failed = [o for o in outcomes if not o.passed]
+            print(f"\n{name}: {len(failed)} failed")
+            for o in failed:
+                print(f"  {o.kind:<9}{o.id}: {o.why}")
+    if args.json:
+        from dataclasses import asdict
+
+        Path(args.json).write_text(json.dumps({n: [asdict(o) for o in v] for n, v in columns.items()}, indent=1))
     return EXIT_OK
 
 
