@@ -52,19 +52,21 @@ def sequential(paths: list[str], force_ocr: bool, keep: dict | None = None) -> t
     `keep`, when given, receives each page's Markdown as {(file name, 1-based page): markdown}."""
     from curate.modalities.pdf.assemble import document_markdown, page_markdown
     from curate.modalities.pdf.documents import PdfPages
+    from curate.modalities.pdf.layout import Layout
     from curate.modalities.pdf.regions import scan_regions
     from curate.modalities.pdf.render import Render
     from curate.modalities.pdf.pdf_text import PdfText
     from curate.modalities.pdf.ocr import RapidOcr, join_lines, with_text
 
     expand, text, render, ocr = PdfPages(), PdfText(force_ocr=force_ocr), Render(), RapidOcr(threads=1)
+    layout = Layout(threads=1)  # the recipe's layout pool, one actor's worth
     start, pages_done = time.perf_counter(), 0
     for path in paths:
         (pages,) = expand([path])
         rows = []
         for page in pages:
             (checked,) = text.check([page])
-            (regions,) = text.regions([checked])
+            (regions,) = layout.regions([checked])
             (todo,) = scan_regions([checked])
             read = []
             for region in todo:
