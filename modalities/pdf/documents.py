@@ -122,6 +122,19 @@ def _unopenable(path: str, exc: Exception, detail: str) -> str:
             f"{'; ' + detail if detail else ''}); {REPAIR_FIX}")
 
 
+def guarded(mod: Any, task, record: PageRecord):
+    """`task(record)` for a per-page stage, or an ItemFailure with an InputError: the task's own,
+    or MuPDF's error on a damaged page named with its file and page (its siblings go on)."""
+    try:
+        return task(record)
+    except cu.InputError as exc:
+        return cu.ItemFailure(exc)
+    except (mod.mupdf.FzErrorBase, RuntimeError) as exc:  # MuPDF's own errors: a damaged page
+        return cu.ItemFailure(cu.InputError(
+            f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
+            f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+
+
 class DocumentCache:
     """The last `size` documents this worker opened, by (path, password): an LRU."""
 

@@ -20,12 +20,11 @@ import sys
 import time
 from dataclasses import replace
 
-from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, REPAIR_FIX, DocumentCache, pymupdf
+from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, DocumentCache, guarded, pymupdf
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import BOLD, page_regions, text_flags
 from curate.modalities.pdf.textlayer import route_of
 
-import curate as cu
 from curate.errors import StageSetupError
 
 MODELS = ("pymupdf", "rules")
@@ -74,14 +73,7 @@ class Layout:
         return [replace(r, seconds=share) for r in found]
 
     def _guard(self, record: PageRecord):
-        try:
-            return self._regions(record)
-        except cu.InputError as exc:
-            return cu.ItemFailure(exc)
-        except (self.mod.mupdf.FzErrorBase, RuntimeError) as exc:  # MuPDF's own errors: a damaged page
-            return cu.ItemFailure(cu.InputError(
-                f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
-                f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+        return guarded(self.mod, self._regions, record)
 
 
 def plain_page(page, mod) -> bool:

@@ -27,6 +27,7 @@ from curate.modalities.pdf.documents import (
     MUPDF_LOCK,
     REPAIR_FIX,
     DocumentCache,
+    guarded,
     pymupdf,
 )
 from curate.modalities.pdf.records import PageRecord, RegionRecord
@@ -98,14 +99,7 @@ class PdfText:
         return page
 
     def _guard(self, task, record):
-        try:
-            return task(record)
-        except cu.InputError as exc:
-            return cu.ItemFailure(exc)
-        except (self.mod.mupdf.FzErrorBase, RuntimeError) as exc:  # MuPDF's own errors: a damaged page
-            return cu.ItemFailure(cu.InputError(
-                f"{record.path}: page {record.index + 1} (index {record.index}): MuPDF cannot read it "
-                f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}"))
+        return guarded(self.mod, task, record)
 
 
 def garbage_blocks(page, mod) -> tuple[tuple, float]:
