@@ -1,12 +1,12 @@
 """The bundled pdf_to_markdown recipe on the real PDFs of ../shared/data/pdfs, with the local
 executor and Parquet output, as `curate run pdf_to_markdown --input ... --output ...` runs it.
 
-One run over the whole folder (module fixture, about 20 s here, most of it RapidOCR on the fax)
-serves most tests: bad inputs are FAILED rows with their causes and every other document is
+One run over the whole folder (module fixture: the layout model on every text-layer page, and
+RapidOCR on the fax; the 285-page MuPDF book in a run of its own by the rules path) serves most
+tests: bad inputs are FAILED rows with their causes and every other document is
 PRESENT; born-digital documents keep pdftotext's words (token F1 >= 0.9 against
 tests/data/pdftotext, written by scripts/pdftotext-refs); CJK and Arabic keep their script; the
-fax is read by OCR; every page is one row, in page order, with its route. The 285-page MuPDF book
-is in the run (about 5 s of text-layer work), so no separate slow test is needed."""
+fax is read by OCR; every page is one row, in page order, with its route."""
 
 from __future__ import annotations
 
@@ -48,14 +48,27 @@ def _run(tmp: Path, inputs: list[str], *extra: str) -> tuple[int, dict[str, list
     return rc, tables
 
 
+BOOK = "pymupdf_mupdf_explored.pdf"  # 285 pages: through the rules path (see `folder`)
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """Every PDF of ../shared/data/pdfs through the recipe: (exit code, {file name: document row},
-    pages rows, file names in input order)."""
-    rc, tables = _run(tmp_path_factory.mktemp("folder"), [str(REAL / "*.pdf")])
+    pages rows, file names in input order). The 285-page MuPDF book runs with
+    `pools.layout.init.model=rules`: the layout model's ~0.8 s a page would add some 4 CPU
+    minutes to CI, and the layout path is what the other documents here (and test_pdf_eval,
+    test_pdf_layout) check. Its rows are put back at its place in the folder's order."""
     names = sorted(p.name for p in REAL.glob("*.pdf"))
-    docs = {names[r["lineage"][0]]: r for r in tables["documents"]}
-    return rc, docs, tables["pages"], names
+    rest = [n for n in names if n != BOOK]
+    rc, tables = _run(tmp_path_factory.mktemp("folder"), [str(REAL / n) for n in rest])
+    rc_book, book = _run(tmp_path_factory.mktemp("book"), [str(REAL / BOOK)], "--set", "pools.layout.init.model=rules")
+    assert rc_book == 0
+    for run, order in ((tables, rest), (book, [BOOK])):  # each run's input index -> the folder's
+        for r in run["documents"] + run["pages"]:
+            r["lineage"] = [names.index(order[r["lineage"][0]]), *r["lineage"][1:]]
+    pages = sorted(tables["pages"] + book["pages"], key=lambda r: r["lineage"])
+    docs = {names[r["lineage"][0]]: r for r in tables["documents"] + book["documents"]}
+    return rc, docs, pages, names
 
 
 def test_bad_inputs_fail_alone_with_a_cause_and_every_other_document_is_present(folder):

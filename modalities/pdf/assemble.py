@@ -85,6 +85,9 @@ def page_markdown(items: list[tuple[PageRecord, list[RegionRecord], list[RegionR
     return [_page(page, _merged(layer, ocr)) for page, layer, ocr in items]
 
 
+page_markdown.requires = ("pycld2",)  # the page's language (language.detect); checked before a run starts
+
+
 def _merged(layer: list[RegionRecord], ocr: list[RegionRecord]) -> list[RegionRecord]:
     """Both branches' regions of one page in one reading order: a text-layer page whose blocks
     of garbage OCR read has regions from each, ordered again together by XY-cut."""

@@ -48,8 +48,7 @@ class Layout:
         self.mod = pymupdf()
         self.model, self.tables, self.device, self.batch_size = model, tables, device, batch_size
         self.cache = DocumentCache(cache_docs)
-        if model == "pymupdf":
-            _load_layout_model(threads)
+        self.threads = threads  # the model loads with the first page that needs it: a plain corpus never does
 
     def regions(self, pages: list[PageRecord]) -> list:
         """Expand: per checked page, its regions in reading order ([] unless a text-layer page),
@@ -67,6 +66,7 @@ class Layout:
             else:
                 from curate.modalities.pdf.layout_regions import layout_regions
 
+                _load_layout_model(self.threads)
                 page.get_layout()
                 found = layout_regions(page, self.mod, list(page.layout_information or []), skip=record.ocr_boxes)
         share = (time.perf_counter() - start) / max(len(found), 1)

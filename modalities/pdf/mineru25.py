@@ -138,6 +138,9 @@ def page_markdown(items: list) -> list:
     return assemble_page([(page, list(regions), []) for page, regions in items])
 
 
+page_markdown.requires = ("pycld2",)  # the page's language (assemble); checked before a run starts
+
+
 def _guard(check, item):
     """`check(item)`, or the ItemFailure of the InputError it raised."""
     try:
