@@ -1,5 +1,5 @@
 """A page's figures as rows of the `figures` output: box and caption always, the picture as a PNG
-file on request (`steps.figures.expand.init.images=true`), as MinerU writes `images/`."""
+file on request (`pools.layout.init.figure_images=true`), as MinerU writes `images/`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 from curate.cli import EXIT_OK, main
 from curate.modalities.pdf.eval_set import write_eval_set
-from curate.modalities.pdf.figures import FigureImages, caption_of
+from curate.modalities.pdf.figures import caption_of
+from curate.modalities.pdf.layout import Layout
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -31,17 +32,17 @@ def test_a_figure_takes_the_nearest_caption_over_or_under_it_in_its_column():
 
 
 def test_bad_options_say_what_to_give():
-    with pytest.raises(ValueError, match="images: true"):
-        FigureImages(images="yes")
-    with pytest.raises(ValueError, match="dpi: 144"):
-        FigureImages(images=True, dpi=0)
+    with pytest.raises(ValueError, match="figure_images: true"):
+        Layout(figure_images="yes")
+    with pytest.raises(ValueError, match="figure_dpi: 144"):
+        Layout(figure_images=True, figure_dpi=0)
 
 
 def test_figures_are_rows_and_on_request_png_files_with_their_caption(tmp_path):
     (pdf,) = write_eval_set(tmp_path / "in", ["eval_figure.pdf"])
     out = tmp_path / "out"
     rc = main(["run", "pdf_to_markdown", "--input", str(pdf), "--output", str(out), "--executor", "local",
-               "--no-progress", "--set", "steps.figures.expand.init.images=true"])
+               "--no-progress", "--set", "pools.layout.init.figure_images=true"])
     assert rc == EXIT_OK
     (row,) = pq.read_table(out / "figures").to_pylist()
     assert row["caption"] == "Figure 1: The two stages of the model." and row["width_px"] > 100
@@ -54,5 +55,5 @@ def test_figures_are_rows_and_on_request_png_files_with_their_caption(tmp_path):
 
 def test_without_images_nothing_is_rendered():
     page = PageRecord(path="/nowhere.pdf", index=0, width_pt=600, height_pt=800, text_usable=True)
-    (figures,) = FigureImages()([(page, [_region("figure", (10, 10, 200, 200))])])  # the file is never opened
+    (figures,) = Layout(model="rules").figures([(page, [_region("figure", (10, 10, 200, 200))])])  # never opened
     assert [(f.bbox, f.image) for f in figures] == [((10, 10, 200, 200), None)]

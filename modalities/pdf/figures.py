@@ -1,21 +1,21 @@
 """A page's figures as rows of their own, their pictures written as files on request.
 
-`FigureImages` is the expand from a page (its checked record and its regions) to its figures
+The layout pool's `figures` Call (`layout.Layout.figures`, so no worker of its own) is the expand
+from a page (its checked record and its regions) to its figures
 (`FigureRecord`s, in reading order): each figure's box, its caption (the nearest caption region
 over or under it in its column) and, when
-`images: true`, its picture as PNG bytes, rendered from the PDF at `dpi`. The recipe's
+`figure_images: true` (an init option of the layout pool), its picture as PNG bytes, rendered
+from the PDF at `figure_dpi`. The recipe's
 `figures` output writes that column as files (`files: {image: {ext: .png, name:
-"{key}/images/{ordinal}"}}`, as MinerU writes `images/`); with `images: false` (the default)
+"{key}/images/{lineage}"}}`, as MinerU writes `images/`); with `figure_images: false` (the default)
 nothing is rendered and the rows say where the figures are. The Markdown keeps its placeholder
 (`assemble.FIGURE`) and the caption as the paragraph after it.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, DocumentCache, guarded, pymupdf
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 
 DEFAULT_DPI = 144  # twice the PDF's own resolution: a figure readable at a page's width
@@ -35,42 +35,30 @@ class FigureRecord:
     height_px: int = 0
 
 
-class FigureImages:
-    """Expand: (checked page, its regions) -> its figures (see the module docstring)."""
+def page_figures(page: PageRecord, regions: list[RegionRecord], pdf_page=None, mod=None,
+                 dpi: int = DEFAULT_DPI) -> list[FigureRecord]:
+    """A page's figures in reading order; rendered as PNG at `dpi` when `pdf_page` (its
+    pymupdf.Page, with `mod` the pymupdf module) is given, else only their boxes and captions.
+    Call with MUPDF_LOCK held when rendering."""
+    found = []
+    for f in sorted((r for r in regions if r.kind == "figure"), key=lambda r: r.order):
+        caption = caption_of(f, regions, page.height_pt)
+        if pdf_page is None:
+            found.append(FigureRecord(bbox=f.bbox, caption=caption))
+            continue
+        pix = pdf_page.get_pixmap(clip=mod.Rect(f.bbox) * pdf_page.rotation_matrix, dpi=dpi)  # clip: as shown
+        found.append(FigureRecord(bbox=f.bbox, caption=caption, image=pix.tobytes("png"),
+                                  width_px=pix.width, height_px=pix.height))
+    return found
 
-    requires = ("pymupdf",)
 
-    def __init__(self, images: bool = False, dpi: float = DEFAULT_DPI, cache_docs: int = DEFAULT_CACHE_DOCS):
-        if not isinstance(images, bool):
-            raise ValueError(f"images={images!r}; give true or false, e.g. images: true")
-        if not (isinstance(dpi, (int, float)) and 0 < dpi <= MAX_DPI):
-            raise ValueError(f"dpi={dpi!r}; give a number in (0, {MAX_DPI}], e.g. dpi: {DEFAULT_DPI}")
-        self.images, self.dpi = images, int(round(dpi))  # PyMuPDF takes whole dots per inch
-        self.mod = pymupdf() if images else None
-        self.cache = DocumentCache(cache_docs)
-
-    def __call__(self, items: list[tuple[PageRecord, list[RegionRecord]]]) -> list:
-        out = []
-        for page, regions in items:
-            figures = [r for r in sorted(regions, key=lambda r: r.order) if r.kind == "figure"]
-            if not figures:
-                out.append([])
-            elif not self.images:
-                out.append([FigureRecord(bbox=f.bbox, caption=caption_of(f, regions, page.height_pt)) for f in figures])
-            else:
-                out.append(guarded(self.mod, functools.partial(self._render, figures=figures, regions=regions), page))
-        return out
-
-    def _render(self, page: PageRecord, figures: list[RegionRecord], regions: list[RegionRecord]) -> list:
-        found = []
-        with MUPDF_LOCK:
-            pdf_page = self.cache.page(page)
-            for f in figures:
-                clip = self.mod.Rect(f.bbox) * pdf_page.rotation_matrix  # boxes are unrotated; clip is as shown
-                pix = pdf_page.get_pixmap(clip=clip, dpi=self.dpi)
-                found.append(FigureRecord(bbox=f.bbox, caption=caption_of(f, regions, page.height_pt),
-                                          image=pix.tobytes("png"), width_px=pix.width, height_px=pix.height))
-        return found
+def check_options(images: bool, dpi) -> int:
+    """The render options, checked: `dpi` as whole dots per inch (PyMuPDF takes ints)."""
+    if not isinstance(images, bool):
+        raise ValueError(f"figure_images={images!r}; give true or false, e.g. figure_images: true")
+    if not (isinstance(dpi, (int, float)) and 0 < dpi <= MAX_DPI):
+        raise ValueError(f"figure_dpi={dpi!r}; give a number in (0, {MAX_DPI}], e.g. figure_dpi: {DEFAULT_DPI}")
+    return int(round(dpi))
 
 
 def caption_of(figure: RegionRecord, regions: list[RegionRecord], page_height: float) -> str:

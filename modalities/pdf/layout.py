@@ -16,11 +16,13 @@ only), and what it costs: docs/benchmarks.md ("PDF layout on CPU").
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from dataclasses import replace
 
 from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, DocumentCache, guarded, pymupdf
+from curate.modalities.pdf.figures import DEFAULT_DPI, check_options, page_figures
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import BOLD, page_regions, text_flags
 from curate.modalities.pdf.textlayer import route_of
@@ -34,13 +36,15 @@ DEFAULT_THREADS = 1  # onnxruntime threads per actor: layout scales by replicas,
 
 
 class Layout:
-    """Pool class: text-layer pages -> their regions (see the module docstring)."""
+    """Pool class: text-layer pages -> their regions (`regions`), and a page's figures
+    (`figures`, see `curate.modalities.pdf.figures`)."""
 
     requires = ("pymupdf",)  # checked before a run starts; pymupdf.layout (pymupdf-layout) when the model loads
     default_resources = {"num_cpus": 0.25}  # actors hold their CPUs for the run: fractions let pools share cores
 
     def __init__(self, model: str = "pymupdf", tables: str = "lines", threads: int = DEFAULT_THREADS,
-                 cache_docs: int = DEFAULT_CACHE_DOCS, device: str = "cpu", batch_size: int | None = None):
+                 cache_docs: int = DEFAULT_CACHE_DOCS, figure_images: bool = False, figure_dpi: float = DEFAULT_DPI,
+                 device: str = "cpu", batch_size: int | None = None):
         if model not in MODELS:
             raise ValueError(f"model={model!r}; one of {', '.join(MODELS)}, e.g. model: pymupdf")
         if not isinstance(threads, int) or threads < 1:
@@ -49,11 +53,23 @@ class Layout:
         self.model, self.tables, self.device, self.batch_size = model, tables, device, batch_size
         self.cache = DocumentCache(cache_docs)
         self.threads = threads  # the model loads with the first page that needs it: a plain corpus never does
+        self.figure_images, self.figure_dpi = figure_images, check_options(figure_images, figure_dpi)
 
     def regions(self, pages: list[PageRecord]) -> list:
         """Expand: per checked page, its regions in reading order ([] unless a text-layer page),
         or an ItemFailure naming the file and page."""
         return [self._guard(p) for p in pages]
+
+    def figures(self, items: list[tuple[PageRecord, list[RegionRecord]]]) -> list:
+        """Expand: per (checked page, its regions), its figures (`figures.FigureRecord`: box,
+        caption, and the PNG when `figure_images`), or an ItemFailure naming the file and page."""
+        return [guarded(self.mod, functools.partial(self._figures, regions=regions), page) for page, regions in items]
+
+    def _figures(self, record: PageRecord, regions: list[RegionRecord]) -> list:
+        if not self.figure_images or not any(r.kind == "figure" for r in regions):
+            return page_figures(record, regions)
+        with MUPDF_LOCK:
+            return page_figures(record, regions, self.cache.page(record), self.mod, self.figure_dpi)
 
     def _regions(self, record: PageRecord) -> list[RegionRecord]:
         if route_of(record) != "text_layer":
