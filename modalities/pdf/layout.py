@@ -77,14 +77,17 @@ class Layout:
         start = time.perf_counter()
         with MUPDF_LOCK:
             page = self.cache.page(record)
-            if self.model == "rules" or plain_page(page, self.mod):
-                found = page_regions(page, self.mod, self.tables, skip=record.ocr_boxes)
+            # read once, for the plain-page test and whichever path then builds the regions
+            blocks, drawings = page.get_text("dict", flags=text_flags(self.mod))["blocks"], page.get_cdrawings()
+            if self.model == "rules" or plain_page(page, self.mod, blocks, drawings):
+                found = page_regions(page, self.mod, self.tables, record.ocr_boxes, blocks, drawings)
             else:
                 from curate.modalities.pdf.layout_regions import layout_regions
 
                 _load_layout_model(self.threads)
                 page.get_layout()
-                found = layout_regions(page, self.mod, list(page.layout_information or []), skip=record.ocr_boxes)
+                found = layout_regions(page, self.mod, list(page.layout_information or []), record.ocr_boxes,
+                                       blocks, drawings)
         share = (time.perf_counter() - start) / max(len(found), 1)
         return [replace(r, seconds=share) for r in found]
 
@@ -92,16 +95,19 @@ class Layout:
         return guarded(self.mod, self._regions, record)
 
 
-def plain_page(page, mod) -> bool:
+def plain_page(page, mod, blocks: list | None = None, drawings: list | None = None) -> bool:
     """A page with nothing for a layout model to find: no image, no vector graphics beyond a
     few rules (no table, no figure), and all its text in one font size and weight (no title, no
     header in a smaller font, no caption, no formula). Prose pages of a novel or a report are
     plain; the rules of `regions` read them as the model would, without its fixed cost (about
-    0.7 s a page on one core, even for a page of one line)."""
-    if page.get_image_info() or len(page.get_cdrawings()) > PLAIN_MAX_DRAWINGS:
+    0.7 s a page on one core, even for a page of one line). `blocks` and `drawings`: the page's
+    "dict" extraction and `get_cdrawings()`, when the caller has them."""
+    if page.get_image_info():
+        return False
+    if len(page.get_cdrawings() if drawings is None else drawings) > PLAIN_MAX_DRAWINGS:
         return False
     styles = set()
-    for block in page.get_text("dict", flags=text_flags(mod))["blocks"]:
+    for block in page.get_text("dict", flags=text_flags(mod))["blocks"] if blocks is None else blocks:
         for line in block.get("lines", ()):
             for span in line.get("spans", ()):
                 if span.get("text", "").strip():

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import replace
 from typing import Any
 
 from curate.modalities.pdf import regions as rules
 from curate.modalities.pdf.order import group_lines, xy_cut
 from curate.modalities.pdf.records import PARATEXT, RegionRecord
+from curate.modalities.pdf.tables import table_content
 from curate.modalities.pdf.words import join_lines
 
 SOURCE = "layout"
@@ -40,28 +42,32 @@ FIGURE_MAX_TEXT = 0.5  # a picture whose text lines cover this share of its box 
 SECTION_LEVEL_RATIO = 1.3  # a section header this much above the body size is level 2, else 3
 
 
-def layout_regions(page: Any, mod: Any, boxes: list, table_content=None, skip: tuple = ()) -> list[RegionRecord]:
+def layout_regions(page: Any, mod: Any, boxes: list, skip: tuple = (), blocks: list | None = None,
+                   drawings: list | None = None) -> list[RegionRecord]:
     """The regions of a pymupdf.Page from `boxes` ([x0, y0, x1, y1, class] of the layout model),
-    in reading order. `table_content(page, mod, bbox) -> str` reads a table box's cells (default:
-    `tables.table_content`); lines inside a box of `skip` (garbage text OCR reads) are left out."""
-    if table_content is None:
-        from curate.modalities.pdf.tables import table_content
-    view = View(page)
+    in reading order; lines inside a box of `skip` (garbage text OCR reads) are left out.
+    `blocks` (its "dict" extraction with `text_flags`) and `drawings` (`get_cdrawings()`): when
+    the caller has read them already."""
+    if blocks is None:
+        blocks = page.get_text("dict", flags=rules.text_flags(mod))["blocks"]
+    if drawings is None:
+        drawings = page.get_cdrawings()
+    view = View(page, drawings)
     if any(b[4] == "picture" for b in boxes):
         view.graphics_of(page)
     boxes = _trim_tables([(rules._box(b[:4]), b[4]) for b in boxes if b[4] in LAYOUT_KINDS])
-    lines = [ln for ln in _lines(page, mod) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
+    lines = [ln for ln in _lines(blocks) if not any(rules._inside(rules._center(ln["bbox"]), b) for b in skip)]
     for ln in lines:
         ln["vertical"] = ln["vertical"] != view.turned  # as the page is shown: /Rotate 90 turns vertical lines level
     view.vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2  # tategaki: columns right to left
     owner = [_owner(line["bbox"], boxes) for line in lines]
-    body = rules._body_size([{"size": ln["size"], "text": ln["text"]} for ln in lines])
+    body = rules._body_size(lines)
     found: list[RegionRecord] = []
     boxes = _demote_titles(boxes, lines, owner)
     view.edges = _edges([(view.shown(b), label) for b, label in boxes])
     for k, (bbox, label) in enumerate(boxes):
         mine = [ln for ln, o in zip(lines, owner) if o == k]
-        region = _region(page, mod, bbox, label, mine, body, view, table_content)
+        region = _region(page, mod, bbox, label, mine, body, view)
         if region is not None:
             found.append(region)
     found += _leftovers([ln for ln, o in zip(lines, owner) if o is None], body, view)
@@ -72,8 +78,9 @@ class View:
     """The page as it is shown (its /Rotate applied): where margins are and which way is up.
     Boxes stay in unrotated points (records.py); `shown` maps one into the shown page."""
 
-    def __init__(self, page: Any):
+    def __init__(self, page: Any, drawings: list):
         self.matrix, self.turned = page.rotation_matrix, page.rotation in (90, 270)
+        self.drawings = drawings  # the page's get_cdrawings(): figures and tables read them
         self.width, self.height = page.rect.width, page.rect.height
         self.vertical, self.edges, self.graphics = False, (0.0, 0.0), []
         self._rect = type(page.rect)
@@ -81,16 +88,16 @@ class View:
     def graphics_of(self, page: Any) -> None:
         """The boxes of the page's images and vector paths (what a figure is made of)."""
         self.graphics = [tuple(i["bbox"]) for i in page.get_image_info()]
-        self.graphics += [tuple(d["rect"]) for d in page.get_cdrawings() if "rect" in d]
+        self.graphics += [tuple(d["rect"]) for d in self.drawings if "rect" in d]
 
     def shown(self, bbox) -> tuple[float, float, float, float]:
         return rules._box(self._rect(bbox) * self.matrix)
 
 
-def _lines(page: Any, mod: Any) -> list[dict]:
-    """The page's text lines: bbox, text, median size, bold, vertical."""
+def _lines(blocks: list) -> list[dict]:
+    """The page's text lines (of its "dict" blocks): bbox, text, median size, bold, vertical."""
     out = []
-    for block in page.get_text("dict", flags=rules.text_flags(mod))["blocks"]:
+    for block in blocks:
         if block.get("type") != 0:
             continue
         for line in block.get("lines", ()):
@@ -109,7 +116,7 @@ def _owner(bbox, boxes: list) -> int | None:
     return min(inside, key=lambda k: _area(boxes[k][0])) if inside else None
 
 
-def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> RegionRecord | None:
+def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | None:
     kind = LAYOUT_KINDS[label]
     if kind == "figure":
         covered = sum(_area(ln["bbox"]) for ln in lines) / max(_area(bbox), 1e-6)
@@ -117,7 +124,7 @@ def _region(page, mod, bbox, label, lines, body, view: View, table_content) -> R
             return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
         kind = "text"  # a "picture" with no image or drawing in it, or filled with lines, is text
     if kind == "table":
-        content = table_content(page, mod, bbox)
+        content = table_content(page, mod, bbox, view.drawings)
         if content and table_fill(content) >= rules.TABLE_MIN_FILL:
             return RegionRecord(kind="table", bbox=bbox, order=0, content=content, source=SOURCE)
         kind = "text"  # cells that do not confirm it (a form's grid, mostly empty): keep its text
@@ -153,7 +160,7 @@ def _trim_tables(boxes: list) -> list:
         if label == "table":
             x0, y0, x1, y1 = b
             for c in captions:
-                if c[0] < x1 and x0 < c[2] and c[1] < y1 and y0 < c[3]:
+                if _overlaps((x0, y0, x1, y1), c):
                     if (c[1] + c[3]) / 2 > (y0 + y1) / 2:
                         y1 = min(y1, c[1])
                     else:
@@ -229,14 +236,7 @@ def _in_order(found: list[RegionRecord], view: View) -> list[RegionRecord]:
     para = [r for r in found if r.kind in PARATEXT]
     order = [[group[i] for i in xy_cut([view.shown(r.bbox) for r in group], right_to_left=view.vertical)]
              for group in (body, para)]
-    ordered = order[0] + order[1]
-    return [_with_order(r, k) for k, r in enumerate(ordered)]
-
-
-def _with_order(region: RegionRecord, order: int) -> RegionRecord:
-    from dataclasses import replace
-
-    return replace(region, order=order)
+    return [replace(r, order=k) for k, r in enumerate(order[0] + order[1])]
 
 
 def table_fill(content: str) -> float:

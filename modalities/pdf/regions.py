@@ -64,12 +64,15 @@ def text_flags(mod) -> int:
     return mod.TEXT_PRESERVE_WHITESPACE | mod.TEXT_MEDIABOX_CLIP
 
 
-def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = ()) -> list[RegionRecord]:
+def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), blocks: list | None = None,
+                 drawings: list | None = None) -> list[RegionRecord]:
     """The regions of a pymupdf.Page in reading order (`order` 0, 1, 2...), without the blocks
-    inside a box of `skip` (garbage text that OCR reads)."""
-    blocks = [b for b in page.get_text("dict", flags=text_flags(mod))["blocks"]
-              if b.get("type") == 0 and not any(_inside(_center(b["bbox"]), s) for s in skip)]
-    found = _tables(page, mod, tables)
+    inside a box of `skip` (garbage text that OCR reads). `blocks` (its "dict" extraction with
+    `text_flags`) and `drawings` (`get_cdrawings()`): when the caller has read them already."""
+    if blocks is None:
+        blocks = page.get_text("dict", flags=text_flags(mod))["blocks"]
+    blocks = [b for b in blocks if b.get("type") == 0 and not any(_inside(_center(b["bbox"]), s) for s in skip)]
+    found = _tables(page, mod, tables, drawings)
     blocks = [b for b in blocks if not any(_inside(_center(b["bbox"]), t.bbox) for t in found)]
     texts = [t for t in (_block_text(b) for b in blocks) if t["text"]]
     body = _body_size(texts)
@@ -146,14 +149,14 @@ def _list_items(lines: list[str]) -> list[str]:
 
 
 # ---- tables and figures -----------------------------------------------------------------------
-def _tables(page: Any, mod: Any, mode: str) -> list[RegionRecord]:
+def _tables(page: Any, mod: Any, mode: str, drawings: list | None = None) -> list[RegionRecord]:
     if mode not in TABLE_MODES:
         raise ValueError(f"tables={mode!r}; one of {TABLE_MODES}")
     if mode == "off":
         return []
     clip = None
     if mode == "lines":
-        rules = _rules(page)
+        rules = _rules(page, drawings)
         if len(rules) < MIN_RULES:
             return []
         clip = mod.Rect(min(r[0] for r in rules) - 2, min(r[1] for r in rules) - 2,
@@ -187,11 +190,12 @@ def _cells(table: Any, words: list[tuple]) -> tuple[list[list[str]], int]:
     return rows, used
 
 
-def _rules(page: Any) -> list[tuple[float, float, float, float]]:
-    """Long horizontal lines (and thin filled bars) of the page's vector graphics."""
+def _rules(page: Any, drawings: list | None = None) -> list[tuple[float, float, float, float]]:
+    """Long horizontal lines (and thin filled bars) of the page's vector graphics (`drawings`:
+    its `get_cdrawings()`, read here when not given)."""
     min_width = page.cropbox.width * RULE_MIN_WIDTH
     rules = []
-    for path in page.get_cdrawings():
+    for path in page.get_cdrawings() if drawings is None else drawings:
         for item in path.get("items", ()):
             if item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
