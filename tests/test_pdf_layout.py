@@ -6,6 +6,7 @@ Each real-PDF test reads only the pages it needs (the model costs about a second
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,21 @@ def test_a_page_whose_garbage_sits_in_a_few_blocks_keeps_its_good_text_and_ocr_r
     assert [r.bbox for r in to_ocr] == [tuple(map(float, b)) for b in page.ocr_boxes]
     row = page_markdown([(page, layout.regions([page])[0], [])])[0]
     assert "Center of Excellence" in row.markdown and "üìÆ" not in row.markdown and "Ü" not in row.markdown
+
+
+def test_a_box_the_model_calls_a_table_whose_cells_fail_is_text_that_still_counts_as_a_table(tmp_path):
+    """The routed recipe sends a table the CPU could not structure to the VLM: the region is text
+    (its cells did not confirm a table) but keeps the model's class, so the page has a table."""
+    from curate.modalities.pdf.layout_regions import layout_regions
+    from curate.modalities.pdf.routing import needs_vlm
+
+    path = write_pdf(tmp_path / "prose.pdf", ["A sentence of prose that no grid of cells would confirm."])
+    page = PdfText().check([PdfPages()([str(path)])[0][0]])[0]
+    with pymupdf().open(path) as doc:
+        regions = layout_regions(doc[0], pymupdf(), [[0, 0, 300, 60, "table"]])
+    assert [(r.kind, r.label) for r in regions] == [("text", "table")]
+    row = page_markdown([(page, regions, [])])[0]
+    assert row.has_table and "prose" in row.markdown
+    assert needs_vlm(row) == "a table the CPU route could not structure"
+    plain = page_markdown([(page, [dataclasses.replace(r, label="text") for r in regions], [])])[0]
+    assert not plain.has_table and needs_vlm(plain) == ""

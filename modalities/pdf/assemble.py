@@ -118,7 +118,8 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
                         seconds=round(sum(r.seconds for r in regions), 6), width_pt=page.width_pt,
                         height_pt=page.height_pt, reason=page.text_reason, language=language,
                         language_score=language_score, rotation=_rotation(page, regions),
-                        has_table=any(r.kind == "table" and (r.content or "").strip() for r in regions),
+                        has_table=any((r.kind == "table" and (r.content or "").strip()) or r.label == "table"
+                                      for r in regions),
                         has_figure=any(r.kind == "figure" for r in regions),
                         has_equation=any(r.kind == "formula" for r in regions),
                         ocr_confidence=ocr_confidence(regions), text_quality=_quality(page, markdown),

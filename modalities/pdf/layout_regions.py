@@ -68,8 +68,8 @@ def layout_regions(page: Any, mod: Any, boxes: list, skip: tuple = (), blocks: l
     for k, (bbox, label) in enumerate(boxes):
         mine = [ln for ln, o in zip(lines, owner) if o == k]
         region = _region(page, mod, bbox, label, mine, body, view)
-        if region is not None:
-            found.append(region)
+        if region is not None:  # the model's class stays with it: a table whose cells failed is text, labelled table
+            found.append(replace(region, label=label))
     found += _leftovers([ln for ln, o in zip(lines, owner) if o is None], body, view)
     return _in_order(found, view)
 

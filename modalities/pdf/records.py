@@ -132,6 +132,7 @@ class RegionRecord:
     bold: bool = False  # all its text is bold (text layer)
     seconds: float = 0.0  # time the stages that found and read it spent on it (a page pass: shared out)
     orientation: int = 0  # degrees OCR found its content turned clockwise (it read it turned back)
+    label: str = ""  # the layout model's class for its box ("table", "page-header", ...); "" when none labelled it
 
     def __post_init__(self):
         if self.kind not in REGION_KINDS:
@@ -194,7 +195,7 @@ class PageMarkdown:
     language: str = ""  # ISO 639-1 code of the page's main language ("" when it cannot be told)
     language_score: float | None = None  # the detector's confidence, 0..1
     rotation: int = 0  # degrees the page's content is turned (its /Rotate, or what OCR found)
-    has_table: bool = False
+    has_table: bool = False  # a table region, or a box the layout model called a table whose cells failed (text)
     has_figure: bool = False
     has_equation: bool = False
     ocr_confidence: float | None = None  # mean recognition confidence of the OCR lines kept; None: no OCR
