@@ -86,6 +86,21 @@ def test_a_plain_page_skips_the_model_and_a_paper_page_does_not(tmp_path):
     assert plain_page(plain[0], mod) and not plain_page(paper[0], mod)
 
 
+def test_the_boxes_only_feature_set_reads_the_paper_and_a_bad_one_is_refused(layout):
+    """features: rf (the layout model without its image features) is the fast choice; on the
+    two-column paper it gives the same reading order and headings as the default (the title
+    one level down: without image features the model calls it a section header)."""
+    fast = Layout(model="pymupdf", features="rf")
+    page = PdfText().check([PdfPages()([str(TABLEFORMER)])[0][0]])[0]
+    rows = [page_markdown([(page, lay.regions([page])[0], [])])[0].markdown for lay in (layout, fast)]
+    for md in rows:
+        assert md.index("Abstract") < md.index("1 Introduction") < md.index("tables or rows into word sequences")
+    headings = [[ln.lstrip("# ") for ln in md.splitlines() if ln.startswith("#")] for md in rows]
+    assert headings[0] == headings[1] and len(headings[0]) >= 3, headings
+    with pytest.raises(ValueError, match="features='imf'; one of imf\\+rf, rf"):
+        Layout(features="imf")
+
+
 def test_a_page_whose_garbage_sits_in_a_few_blocks_keeps_its_good_text_and_ocr_reads_the_rest(layout):
     """Redbook p3: its shifted-cipher bullets made the whole page go to OCR (which loses the
     text layer's spaces and paragraphs); now only those blocks do."""

