@@ -104,6 +104,6 @@ def layout_scan_pdf(path: Path, dpi: int = 150) -> Path:
     page.insert_text((A4[0] / 2 - 5, A4[1] - 30), LAYOUT_SCAN_PAGE_NUMBER, fontsize=8, fontname="tiro")
     png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
     out = pymupdf.open()
-    out.new_page(width=A4[0], height=A4[1]).insert_image(out[0].rect if len(out) else page.rect, stream=png)
+    out.new_page(width=A4[0], height=A4[1]).insert_image(page.rect, stream=png)
     out.save(path)
     return path
