@@ -17,7 +17,8 @@ records and serves:
   time on a scanned page, so reading lines as their own items lets one page's lines spread over
   every OCR actor, and batches mix the lines of different pages and documents. `join_lines`
   (the reduce: a region's lines -> `RegionText`) and `with_text` (the region with that text)
-  finish the route and give what `ocr_regions` gives.
+  finish the route and give what `ocr_regions` gives; the recipe's `read_regions` does the
+  same given the region's page, and cuts a whole scanned page into its regions (below).
 
 Every path first asks the orientation classifier (`curate.models.orientation`) how far the
 image's content is turned, and turns it upright before detection: a page scanned upside down or
