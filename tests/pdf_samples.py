@@ -71,39 +71,12 @@ def mixed_pdf(path: Path, text: str = "A page of plain text, read from its text 
     return path
 
 
-# the generated scan of a paper's page: a running head and footer around a title, body text and a ruled table
-LAYOUT_SCAN_HEAD = "Journal of Document Studies 12 (2026) 41-49"
-LAYOUT_SCAN_FOOT = "Copyright 2026 Document Studies Society. All rights reserved."
-LAYOUT_SCAN_PAGE_NUMBER = "43"
-LAYOUT_SCAN_BODY = [
-    "Scanned pages have no text layer, so a reader must find the parts of the page from its pixels alone: the "
-    "running head, the body, the tables and the footer with its page number.",
-    "A layout model labels each part, and every line the recogniser reads is given the label of the box that "
-    "holds it, so the header and the footer can be left out while no line of the body is lost.",
-]
-LAYOUT_SCAN_TAIL = "The table above was read from the boxes of its cells."
 
+def layout_scan_pdf(folder: Path) -> Path:
+    """The eval set's scan of a paper's page (`eval_set.layout_scan`: an A4 image with no text
+    layer, a running head, a title, two paragraphs, a ruled table, a copyright line and a page
+    number) written into `folder`."""
+    from curate.modalities.pdf.eval_set import write_eval_set
 
-def layout_scan_pdf(path: Path, dpi: int = 150) -> Path:
-    """A one-page A4 'scan' (an image, no text layer) of a paper's page: a running head at the
-    top, a title, two body paragraphs, a table ruled above and below (the eval set's
-    `TABLE_ROWS`), a closing sentence, and a copyright line and page number at the bottom."""
-    import pymupdf
-    from curate.modalities.pdf.eval_set import A4, MARGIN, TABLE_ROWS, _paragraphs, _rows
-
-    src = pymupdf.open()
-    page = src.new_page(width=A4[0], height=A4[1])
-    page.insert_text((MARGIN, 36), LAYOUT_SCAN_HEAD, fontsize=8, fontname="tiro")
-    page.insert_text((MARGIN, 110), "Reading Scanned Pages by Layout", fontsize=16, fontname="hebo")
-    y = _paragraphs(page, (MARGIN, 140, A4[0] - MARGIN, 420), LAYOUT_SCAN_BODY)
-    ys = _rows(page, [MARGIN, MARGIN + 130, MARGIN + 220, MARGIN + 300], y + 30, TABLE_ROWS)
-    for rule in (ys[0] - 14, ys[0] + 5, ys[-1] + 6):
-        page.draw_line((MARGIN - 4, rule), (MARGIN + 350, rule), width=0.8)
-    _paragraphs(page, (MARGIN, ys[-1] + 40, A4[0] - MARGIN, 700), [LAYOUT_SCAN_TAIL])
-    page.insert_text((MARGIN, A4[1] - 44), LAYOUT_SCAN_FOOT, fontsize=7, fontname="tiro")
-    page.insert_text((A4[0] / 2 - 5, A4[1] - 30), LAYOUT_SCAN_PAGE_NUMBER, fontsize=8, fontname="tiro")
-    png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
-    out = pymupdf.open()
-    out.new_page(width=A4[0], height=A4[1]).insert_image(page.rect, stream=png)
-    out.save(path)
+    (path,) = write_eval_set(folder, ["eval_layout_scan.pdf"])
     return path

@@ -13,7 +13,8 @@ import pymupdf
 import pytest
 from curate.modalities.pdf.assemble import collect, page_markdown
 from curate.modalities.pdf.documents import PdfPages
-from curate.modalities.pdf.eval_set import TABLE_ROWS
+from curate.modalities.pdf.eval_set import (LAYOUT_SCAN_BODY, LAYOUT_SCAN_FOOT, LAYOUT_SCAN_HEAD,
+                                             LAYOUT_SCAN_PAGE_NUMBER, TABLE_ROWS)
 from curate.modalities.pdf.ocr import RapidOcr, join_lines, read_regions, with_text
 from curate.modalities.pdf.pdf_text import PdfText
 from curate.modalities.pdf.records import PageRecord, RegionRecord, RegionText, TextLine
@@ -22,8 +23,7 @@ from curate.modalities.pdf.render import Render
 from curate.modalities.pdf.scan_layout import page_regions, tag, to_points, unturn, upright_size
 from curate.models.protocols import Layout
 from curate.models.rapidlayout import RapidLayoutModel
-from pdf_samples import (LAYOUT_SCAN_BODY, LAYOUT_SCAN_FOOT, LAYOUT_SCAN_HEAD, LAYOUT_SCAN_PAGE_NUMBER, REAL,
-                         layout_scan_pdf)
+from pdf_samples import REAL, layout_scan_pdf
 
 import curate as cu
 
@@ -55,7 +55,7 @@ def _read(ocr: RapidOcr, path) -> tuple:
 
 @pytest.fixture(scope="module")
 def generated(ocr, tmp_path_factory) -> tuple:
-    return _read(ocr, layout_scan_pdf(tmp_path_factory.mktemp("scan") / "layout_scan.pdf"))
+    return _read(ocr, layout_scan_pdf(tmp_path_factory.mktemp("scan")))
 
 
 @pytest.fixture(scope="module")
