@@ -57,7 +57,7 @@ from dataclasses import replace
 
 from curate.errors import EngineError
 from curate.modalities.pdf import scan_layout
-from curate.modalities.pdf.ocr_text import lines_to_text, split_margin  # noqa: F401 - split_margin: re-exported
+from curate.modalities.pdf.ocr_text import lines_to_text
 from curate.modalities.pdf.records import PageRecord, RegionRecord, RegionText, TextLine
 from curate.models.orientation import RapidOrientationModel, upright
 from curate.models.rapidlayout import RapidLayoutModel
