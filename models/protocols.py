@@ -53,6 +53,7 @@ class RegionBox(TypedDict, total=False):
     bbox: Required[tuple[int, int, int, int]]  # x0, y0, x1, y1 in pixels of the page image; origin top left
     order: Required[int]  # reading order on the page: 0, 1, 2, ... as listed
     id: str  # the page's id + "/" + order, where the page item has an id
+    score: float  # the model's confidence in the box, 0 to 1, where it gives one (rapid-layout does)
 
 
 @runtime_checkable

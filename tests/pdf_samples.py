@@ -69,3 +69,14 @@ def mixed_pdf(path: Path, text: str = "A page of plain text, read from its text 
     doc.insert_pdf(scan)
     doc.save(path)
     return path
+
+
+
+def layout_scan_pdf(folder: Path) -> Path:
+    """The eval set's scan of a paper's page (`eval_set.layout_scan`: an A4 image with no text
+    layer, a running head, a title, two paragraphs, a ruled table, a copyright line and a page
+    number) written into `folder`."""
+    from curate.modalities.pdf.eval_set import write_eval_set
+
+    (path,) = write_eval_set(folder, ["eval_layout_scan.pdf"])
+    return path

@@ -216,4 +216,7 @@ def test_forced_ocr_on_a_scan_agrees_with_its_own_ocr_layer(tmp_path):
     score = f1(page["markdown"], layer)
     print(f"Vicksburg page {VICKSBURG_PAGE}: OCR vs its text layer, token F1 {score:.3f}; {page['seconds']:.1f} s")
     assert score >= MIN_OCR_F1
-    assert "VICKSBURG" in page["markdown"]  # the running head, its spaced-out letters run together
+    # the running head ("THE SIEGE OF VICKSBURG." and the page number) is the page's header by layout and
+    # position: read, kept as a region, left out of the Markdown (the eval's vicksburg_scan_ocr_p1_running_head)
+    text = " ".join(page["markdown"].upper().split())
+    assert "VICKSBURG" not in text and "SCATTERING DIRT FOR YARDS" in text

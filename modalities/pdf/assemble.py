@@ -1,6 +1,7 @@
 """Regions -> page Markdown -> document Markdown: the reducers of PDF -> Markdown.
 
-- `collect` reduces a page's regions (of one branch: the text layer's, or OCR's) to a list.
+- `collect` reduces a page's regions (of one branch: the text layer's, or OCR's) to a list
+  (a scanned page's OCR region read into several regions gives them all, in order).
 - `page_markdown` writes one page from its checked record and both branches' regions, in
   reading order: titles as `#`/`##`/`###` (by `level`), lists as `- item` (enumerations kept),
   tables as they come (Markdown, or HTML from a layout model), code fenced, figures as a
@@ -75,9 +76,11 @@ FILE_NAME = re.compile(r"\.(?:pdf|docx?|rtf|odt|pptx?|xlsx?|png|jpe?g|gif|tiff?|
                        r"|^[a-z]:\\|[\\/][^\s\\/]+[\\/]", re.I)
 
 
-def collect(groups: list[list[RegionRecord]]) -> list[list[RegionRecord]]:
-    """Reduce: a page's regions of one branch, as a list in region order (possibly empty)."""
-    return [list(g) for g in groups]
+def collect(groups: list[list]) -> list[list]:
+    """Reduce: a page's regions of one branch, as a list in region order (possibly empty). A
+    child whose value is a list (a scanned page OCR read into several regions:
+    `ocr.read_regions`) gives its items in their order."""
+    return [[v for child in g for v in (child if isinstance(child, list) else [child])] for g in groups]
 
 
 def page_markdown(items: list[tuple[PageRecord, list[RegionRecord], list[RegionRecord]]]) -> list[PageMarkdown]:

@@ -1,7 +1,8 @@
 """PDFs with a known structure for `curate eval`, written with PyMuPDF: each one page, each built
 to hold one of the cases a PDF reader gets wrong (two columns, a booktabs table, a table aligned
 by whitespace alone, a running header and page number on a one-page paper, words hyphenated at
-line ends, a page turned by /Rotate, a figure with text inside it, a scan turned upside down).
+line ends, a page turned by /Rotate, a figure with text inside it, a scan turned upside down, a
+scan of a paper's page with a running head, a table and a footer).
 Their unit tests are written by hand in tests/data/pdf_eval/generated.jsonl.
 
     python -m curate.modalities.pdf.eval_set DIR    # writes DIR/eval_*.pdf
@@ -177,9 +178,47 @@ def upside_down_scan(page) -> None:
     page.insert_image(page.rect, stream=pix.tobytes("png"), rotate=180)
 
 
+# a scanned paper's page: a running head and footer around a title, body text and a ruled table
+LAYOUT_SCAN_HEAD = "Journal of Document Studies 12 (2026) 41-49"
+LAYOUT_SCAN_FOOT = "Copyright 2026 Document Studies Society. All rights reserved."
+LAYOUT_SCAN_PAGE_NUMBER = "43"
+LAYOUT_SCAN_TITLE = "Reading Scanned Pages by Layout"
+LAYOUT_SCAN_BODY = [
+    "Scanned pages have no text layer, so a reader must find the parts of the page from its pixels alone: the "
+    "running head, the body, the tables and the footer with its page number.",
+    "A layout model labels each part, and every line the recogniser reads is given the label of the box that "
+    "holds it, so the header and the footer can be left out while no line of the body is lost.",
+]
+LAYOUT_SCAN_TAIL = "The table above was read from the boxes of its cells."
+
+
+def layout_scan(page) -> None:
+    """A scan (an image, no text layer) of a paper's page: a running head at the top, a title,
+    two body paragraphs, a table ruled above and below (`TABLE_ROWS`), a closing sentence, and a
+    copyright line and page number at the bottom."""
+    import pymupdf
+
+    src = pymupdf.open()
+    typeset = src.new_page(width=A4[0], height=A4[1])
+    typeset.insert_text((MARGIN, 36), LAYOUT_SCAN_HEAD, fontsize=8, fontname="tiro")
+    typeset.insert_text((MARGIN, 110), LAYOUT_SCAN_TITLE, fontsize=16, fontname="hebo")
+    y = _paragraphs(typeset, (MARGIN, 140, A4[0] - MARGIN, 420), LAYOUT_SCAN_BODY)
+    ys = _rows(typeset, [MARGIN, MARGIN + 130, MARGIN + 220, MARGIN + 300], y + 30, TABLE_ROWS)
+    for rule in (ys[0] - 14, ys[0] + 5, ys[-1] + 6):
+        typeset.draw_line((MARGIN - 4, rule), (MARGIN + 350, rule), width=0.8)
+    _paragraphs(typeset, (MARGIN, ys[-1] + 40, A4[0] - MARGIN, 700), [LAYOUT_SCAN_TAIL])
+    typeset.insert_text((MARGIN, A4[1] - 44), LAYOUT_SCAN_FOOT, fontsize=7, fontname="tiro")
+    typeset.insert_text((A4[0] / 2 - 5, A4[1] - 30), LAYOUT_SCAN_PAGE_NUMBER, fontsize=8, fontname="tiro")
+    pix = typeset.get_pixmap(dpi=SCAN_DPI, colorspace=pymupdf.csGRAY)
+    page.insert_image(page.rect, stream=pix.tobytes("png"))
+
+
+SCANS = ("eval_upside_down_scan.pdf", "eval_layout_scan.pdf")  # read by OCR: 5-10 s a page on this machine
+
 BUILDERS = {"eval_two_columns.pdf": two_columns, "eval_booktabs.pdf": booktabs, "eval_borderless.pdf": borderless,
             "eval_running_header.pdf": running_header, "eval_hyphenated.pdf": hyphenated,
-            "eval_rotated.pdf": rotated, "eval_figure.pdf": figure, "eval_upside_down_scan.pdf": upside_down_scan}
+            "eval_rotated.pdf": rotated, "eval_figure.pdf": figure, "eval_upside_down_scan.pdf": upside_down_scan,
+            "eval_layout_scan.pdf": layout_scan}
 
 
 def write_eval_set(folder: str | Path, names: list[str] | None = None) -> list[Path]:

@@ -192,11 +192,20 @@ def _edges(boxes: list) -> tuple[float, float]:
 
 
 def _paratext(kind: str, bbox, text: str, turned: bool, view: View) -> str:
-    """Headers, footers, page numbers and margin stamps by class and position (see the docstring),
-    on the page as shown: a header is in the top `EDGE_ZONE` or above all of the body, a footer
-    likewise at the bottom; `turned` text (across the page's own direction) in a side margin is
-    a margin note."""
-    width, height, edges = view.width, view.height, view.edges
+    """Headers, footers, page numbers and margin stamps by class and position, on the page as
+    shown (`paratext_kind`)."""
+    return paratext_kind(kind, bbox, text, turned, (view.width, view.height), view.edges)
+
+
+def paratext_kind(kind: str, bbox, text: str, turned: bool, size: tuple[float, float],
+                  edges: tuple[float, float]) -> str:
+    """The kind of a region by its class and position (see the docstring), in any upright frame
+    of `size` (width, height: points of the page as shown, or pixels of an upright scan), whose
+    body spans `edges` (top, bottom): a header is in the top `EDGE_ZONE` or above all of the
+    body, a footer likewise at the bottom, elsewhere they are text; a lone page number in either
+    zone is a `page_number`; `turned` text (across the page's own direction) in a side margin
+    is a margin note (`aside`)."""
+    (width, height) = size
     top = bbox[3] <= max(height * EDGE_ZONE, edges[0] + 1)
     bottom = bbox[1] >= min(height * (1 - EDGE_ZONE), edges[1] - 1)
     side = bbox[2] <= width * SIDE_ZONE or bbox[0] >= width * (1 - SIDE_ZONE)

@@ -1,7 +1,8 @@
 """The OCR route of PDF -> Markdown, for pages whose text layer is missing or garbage: RapidOCR
 (`curate.models.rapidocr`) on rendered pages and region crops, its text in reading order.
 
-`RapidOcr` (a pool class: one RapidOCR model and one orientation classifier per actor) reads
+`RapidOcr` (a pool class: one RapidOCR model, one orientation classifier and one layout model per
+actor) reads
 records and serves:
 
 - `ocr(images)`: the `Ocr` protocol, image items -> text. An item is a numpy RGB image, a PIL
@@ -16,7 +17,8 @@ records and serves:
   time on a scanned page, so reading lines as their own items lets one page's lines spread over
   every OCR actor, and batches mix the lines of different pages and documents. `join_lines`
   (the reduce: a region's lines -> `RegionText`) and `with_text` (the region with that text)
-  finish the route and give what `ocr_regions` gives.
+  finish the route and give what `ocr_regions` gives; the recipe's `read_regions` does the
+  same given the region's page, and cuts a whole scanned page into its regions (below).
 
 Every path first asks the orientation classifier (`curate.models.orientation`) how far the
 image's content is turned, and turns it upright before detection: a page scanned upside down or
@@ -30,37 +32,39 @@ keeps its score, loses its text, and counts in `RegionText.dropped`); a region's
 mean over the lines it kept (`RegionText.score`), which `with_text` puts on the region
 (`RegionRecord.score`, what the page's OCR confidence is made of).
 
-Text comes in reading order: margin notes (`split_margin`: narrow boxes wholly beside the body's
-wide lines, such as the fax's "No. 1") come after the body, each read on its own: the boxes are
-put in columns and bands (`order.reading_order`), boxes that share a line are joined left to
-right with spaces, lines with a newline, and a vertical gap larger than `PARAGRAPH_GAP` line
-heights (or a new column) starts a paragraph (a blank line). This holds for a whole page and for
-a region's crop alike. An empty or unreadable image is an ItemFailure with an InputError; a page
-with no text gives "".
+Layout (`layout=True`, the default): when `detect_lines` gets the whole page of a scan
+(`RegionRecord.whole_page`, from `regions.scan_regions`), rapid-layout (`curate.models.rapidlayout`)
+runs once on the upright image and each line is tagged with the layout box holding its centre
+(class, box, score; a line in no box stays untagged). `join_lines` keeps the page's read lines
+(`RegionText.tagged`), and `read_regions` (the recipe's map after the reduce, given the page)
+cuts the page into regions by layout group (`scan_layout`): titles, text, tables from their OCR
+boxes, captions, formulas, and headers, footers and page numbers kept as classed regions (dropped
+from the Markdown) where they sit in the page's top or bottom zone. The page's text
+(`RegionText.text`) is the same with and without layout. A region cut from a text-layer page
+(a block of garbage, `ocr_boxes`) is read whole, as before; `layout=False` reads scans whole too.
+
+Text comes in reading order by the rules of `ocr_text` (margin notes after the body, boxes that
+share a line joined left to right, paragraphs at gaps), for a whole page and for a region's crop
+alike. An empty or unreadable image is an ItemFailure with an InputError; a page with no text
+gives "".
 """
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 from dataclasses import replace
 
-from curate.modalities.pdf.order import FULL_WIDTH, reading_order
-from curate.modalities.pdf.records import RegionRecord, RegionText, TextLine
+from curate.errors import EngineError
+from curate.modalities.pdf import scan_layout
+from curate.modalities.pdf.ocr_text import lines_to_text
+from curate.modalities.pdf.records import PageRecord, RegionRecord, RegionText, TextLine
 from curate.models.orientation import RapidOrientationModel, upright
+from curate.models.rapidlayout import RapidLayoutModel
 from curate.models.rapidocr import RapidOcrModel, image_of
 
 import curate as cu
 
-PARAGRAPH_GAP = 0.8  # a gap between lines above this many line heights starts a paragraph
-# boxes whose heights overlap by this share of the smaller one share a line, if their x ranges
-# overlap by no more than this share of it (RapidOCR's boxes of one line touch or overlap a little)
-LINE_OVERLAP = 0.5
-MIN_BODY_LINES = 2  # wide lines needed to tell the body's span from its margins (one is a title)
-# a margin note (a folio, a stamp, "No. 1" in the fax's margin) is narrower than this share of the
-# text's width; a column of a page is wider (two columns: about half each)
-MARGIN_MAX_WIDTH = 0.2
 SOURCE = "rapidocr"
 
 
@@ -69,14 +73,20 @@ class RapidOcr:
     recipe's `detect_lines` (region -> lines) and `read_lines` (line -> line)."""
 
     # checked before a run starts (curate.deps.check_installed): module -> what installs it
-    requires = {**dict.fromkeys(RapidOcrModel.requires), **RapidOrientationModel.requires}
+    requires = {**dict.fromkeys(RapidOcrModel.requires), **RapidOrientationModel.requires,
+                **RapidLayoutModel.requires}
     default_resources = RapidOcrModel.default_resources
 
     def __init__(self, model: str | None = None, device: str = "cpu", batch_size: int | None = None,
-                 threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1, orient: bool = True):
+                 threads: int = 1, text_score: float = 0.5, rec_batch_num: int = 1, orient: bool = True,
+                 layout: bool = True):
+        if not isinstance(layout, bool):
+            raise ValueError(f"layout={layout!r}; give true (cut scanned pages into regions) or false (read them whole)")
         self.ocr_model = RapidOcrModel(model, device, batch_size, threads, text_score, rec_batch_num)
         # orient=False reads every image as it comes (a corpus known to be upright skips the classifier)
         self.orientation = RapidOrientationModel(threads=threads) if orient else None
+        # layout=False reads a scanned page as one region (its text is the same either way)
+        self.layout = RapidLayoutModel(threads=threads) if layout else None
         self.model, self.device, self.batch_size = model, device, batch_size
 
     def ocr(self, images: list) -> list:
@@ -115,10 +125,13 @@ class RapidOcr:
                 out.append(cu.ItemFailure(exc))
                 continue
             start = time.perf_counter()
-            found, angle = self._upright_lines(rgb)
-            share = (time.perf_counter() - start) / max(len(found), 1)
-            out.append([TextLine(box=line["box"], crop=line["crop"], seconds=share, orientation=angle)
-                        for line in found])
+            found, angle, image = self._upright_lines(rgb)
+            lines = [TextLine(box=line["box"], crop=line["crop"], orientation=angle) for line in found]
+            if self.layout is not None and region.whole_page:  # a scanned page: tag its lines by layout
+                boxes = self.layout.boxes(image)
+                lines = [scan_layout.tagged(line, boxes) for line in lines]
+            share = (time.perf_counter() - start) / max(len(lines), 1)
+            out.append([replace(line, seconds=share) for line in lines])
         return out
 
     def read_lines(self, lines: list[TextLine]) -> list[TextLine]:
@@ -139,17 +152,20 @@ class RapidOcr:
         angle, _ = self.orientation.angle(rgb)
         return upright(rgb, angle), angle
 
-    def _upright_lines(self, rgb) -> tuple[list[dict], int]:
-        """The text lines of an image turned upright, and the angle. When the page classifier
-        cannot tell (a page of two lines), the lines vote: most of them upside down turns it."""
+    def _upright_lines(self, rgb) -> tuple[list[dict], int, object]:
+        """The text lines of an image turned upright, the angle, and the upright image. When the
+        page classifier cannot tell (a page of two lines), the lines vote: most of them upside
+        down turns it."""
         if self.orientation is None:
-            return self.ocr_model.lines(rgb), 0
+            return self.ocr_model.lines(rgb), 0, rgb
         angle, score = self.orientation.angle(rgb)
-        found = self.ocr_model.lines(upright(rgb, angle))
+        image = upright(rgb, angle)
+        found = self.ocr_model.lines(image)
         unsure = score is None or score < self.orientation.min_score
         if angle == 0 and unsure and self.ocr_model.upside_down([line["crop"] for line in found]):
-            angle, found = 180, self.ocr_model.lines(upright(rgb, 180))
-        return found, angle
+            angle, image = 180, upright(rgb, 180)
+            found = self.ocr_model.lines(image)
+        return found, angle, image
 
     def _read(self, rgb) -> tuple[str, float | None]:
         boxes = self.ocr_model.read(self._upright(rgb)[0])
@@ -168,70 +184,31 @@ def join_lines(groups: list[list[TextLine]]) -> list[RegionText]:
         score = float(statistics.fmean(line.score for line in kept)) if kept else None
         dropped = sum(1 for line in lines if line.text == "")
         orientation = lines[0].orientation if lines else 0  # one decision per region: its lines share it
+        laid_out = tuple(lines) if lines and lines[0].laid_out else ()  # a scanned page's lines, for read_regions
         out.append(RegionText(text=text, score=score, lines=len(kept), seconds=sum(line.seconds for line in lines),
-                              orientation=orientation, dropped=dropped))
+                              orientation=orientation, dropped=dropped, tagged=laid_out))
     return out
 
 
 def with_text(items: list[tuple[RegionRecord, RegionText]]) -> list[RegionRecord]:
-    """Per (region, its RegionText): the region with that text as content, as `ocr_regions` gives it."""
+    """Per (region, its RegionText): the region with that text as content, as `ocr_regions` gives
+    it (a scanned page read with layout too: its whole text as one region)."""
     return [replace(region, content=read.text, source=SOURCE, score=read.score, crop=None,
                     seconds=region.seconds + read.seconds, orientation=read.orientation) for region, read in items]
 
 
-def lines_to_text(boxes: list[tuple[float, float, float, float]], texts: list[str]) -> str:
-    """OCR boxes and their texts as text in reading order (see the module docstring): the body,
-    then its margin notes, each joined into lines and paragraphs."""
-    parts = [_paragraphs(_lines(boxes, texts, part)) for part in split_margin(boxes)]
-    return "\n\n".join(p for p in parts if p)
-
-
-def split_margin(boxes: list[tuple[float, float, float, float]]) -> tuple[list[int], list[int]]:
-    """(indices of the body's boxes, indices of margin notes): a margin note is a narrow box
-    (under MARGIN_MAX_WIDTH of the text's width) wholly left or right of the span of the body's
-    wide lines (FULL_WIDTH of the text's width, at least MIN_BODY_LINES of them). Without such
-    lines (a column, a table, a note alone) every box is the body's."""
-    if not boxes:
-        return [], []
-    left, right = min(b[0] for b in boxes), max(b[2] for b in boxes)
-    width = max(right - left, 1e-6)
-    wide = [b for b in boxes if b[2] - b[0] >= FULL_WIDTH * width]
-    if len(wide) < MIN_BODY_LINES:
-        return list(range(len(boxes))), []
-    x0, x1 = min(b[0] for b in wide), max(b[2] for b in wide)
-    margin = {i for i, b in enumerate(boxes) if b[2] - b[0] < MARGIN_MAX_WIDTH * width and (b[2] <= x0 or b[0] >= x1)}
-    return [i for i in range(len(boxes)) if i not in margin], sorted(margin)
-
-
-def _lines(boxes, texts, indices: list[int]) -> list[tuple[list[float], list[str]]]:
-    """The boxes `indices` in reading order, joined into lines: (bounds of the line, its texts
-    left to right). A box joins the line before it when it shares its height (LINE_OVERLAP)
-    and lies beside each of its boxes, on either side: boxes of one line whose tops differ by
-    a pixel come in the order of their tops, not always left to right."""
-    sub = [boxes[i] for i in indices]
-    lines: list[tuple[list[float], list[int]]] = []  # (bounds, members)
-    for i in (indices[j] for j in reading_order(sub)):
-        x0, y0, x1, y1 = boxes[i]
-        if lines:
-            (lx0, ly0, lx1, ly1), members = lines[-1]
-            shared = min(ly1, y1) - max(ly0, y0)
-            small = max(min(ly1 - ly0, y1 - y0), 1e-6)
-            beside = all(min(x1, boxes[m][2]) - max(x0, boxes[m][0]) <= LINE_OVERLAP * small for m in members)
-            if shared >= LINE_OVERLAP * small and beside:
-                lines[-1] = ([min(lx0, x0), min(ly0, y0), max(lx1, x1), max(ly1, y1)], members + [i])
-                continue
-        lines.append(([x0, y0, x1, y1], [i]))
-    return [(bounds, [texts[m] for m in sorted(members, key=lambda m: boxes[m][0])]) for bounds, members in lines]
-
-
-def _paragraphs(lines: list[tuple[list[float], list[str]]]) -> str:
-    """Lines as text: a newline between them, a blank line where the gap is over PARAGRAPH_GAP
-    line heights or the next line starts above this one (a new column)."""
-    if not lines:
-        return ""
-    height = statistics.median(b[3] - b[1] for b, _ in lines)
-    out = [" ".join(lines[0][1])]
-    for (prev, _), (box, words) in itertools.pairwise(lines):
-        gap = box[1] - prev[3]
-        out.append(("\n\n" if gap > PARAGRAPH_GAP * height or box[1] < prev[1] else "\n") + " ".join(words))
-    return "".join(out).strip()
+def read_regions(items: list[tuple[PageRecord, RegionRecord, RegionText]]) -> list[list[RegionRecord]]:
+    """Per (page, region, its RegionText): the regions OCR read in it, as the recipe's `read`
+    map gives them to the page (`assemble.collect` flattens them): a whole scanned page read with
+    layout is cut into its regions by layout group (`scan_layout.page_regions`); any other
+    region (a block of garbage text, a page read without layout or where no line was read) is
+    one region with its text, as `with_text` gives it."""
+    out = []
+    for item in items:
+        if len(item) != 3:
+            raise EngineError(f"read_regions takes (page, region, RegionText) triples, got {len(item)} values; "
+                              "zip the region's page in first, e.g. zip: [ocr_pages, ocr_regions, region_text]")
+        page, region, read = item
+        out.append(scan_layout.page_regions(page, region, read) if read.tagged and read.lines
+                   else with_text([(region, read)]))
+    return out

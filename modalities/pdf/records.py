@@ -133,6 +133,7 @@ class RegionRecord:
     seconds: float = 0.0  # time the stages that found and read it spent on it (a page pass: shared out)
     orientation: int = 0  # degrees OCR found its content turned clockwise (it read it turned back)
     label: str = ""  # the layout model's class for its box ("table", "page-header", ...); "" when none labelled it
+    whole_page: bool = False  # the full page of a scan (regions.scan_regions): OCR's layout cuts it into regions
 
     def __post_init__(self):
         if self.kind not in REGION_KINDS:
@@ -152,7 +153,11 @@ class TextLine:
     the region's crop turned upright, origin top left), its own pixels (`crop`, numpy uint8 HxWx3 in BGR
     order as the recogniser takes them, straightened and upright) until recognition reads them, then its `text` and `score` (recognition
     confidence; a line under the backend's `text_score` keeps its score and gets `text` ""), and
-    the seconds spent on it (its share of detection, then its recognition)."""
+    the seconds spent on it (its share of detection, then its recognition).
+
+    A line of a whole scanned page read with layout (`laid_out`) carries the layout box that
+    holds its centre: its class (`label`, "" when no box holds it), the box (`layout_box`, pixels
+    of the same upright image) and the model's score (`layout_score`)."""
 
     box: tuple[float, float, float, float]
     crop: object = None
@@ -160,6 +165,10 @@ class TextLine:
     score: float | None = None
     seconds: float = 0.0
     orientation: int = 0  # degrees its region's content was turned clockwise; `box` is in the upright crop
+    laid_out: bool = False  # its page went through the layout model (tagged or not)
+    label: str = ""
+    layout_box: tuple | None = None
+    layout_score: float | None = None
 
     def __post_init__(self):
         x0, y0, x1, y1 = self.box
@@ -178,6 +187,9 @@ class RegionText:
     seconds: float = 0.0
     orientation: int = 0  # degrees the region's content was turned clockwise (read after turning it back)
     dropped: int = 0  # lines read under the backend's text_score: their text is lost
+    # of a whole scanned page read with layout: its read lines (no pixels), which `ocr.read_regions`
+    # cuts into regions by layout group (`scan_layout`); () otherwise
+    tagged: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ Headers and footers other than page numbers are found by repetition across pages
 document reducer (`assemble`).
 
 Also here: the OCR branch's expand (`scan_regions`): a page whose text layer is not usable is one
-full-page region without content, which goes to rendering and OCR.
+full-page region without content, which goes to rendering and OCR (which cuts it into regions by
+rapid-layout's boxes: `scan_layout`).
 """
 
 from __future__ import annotations
@@ -261,12 +262,12 @@ def _box(bbox) -> tuple[float, float, float, float]:
 
 # ---- the OCR branch's expand --------------------------------------------------------------------
 def scan_regions(pages: list) -> list[list[RegionRecord]]:
-    """Expand: a checked page routed to OCR is one full-page region without content, for the OCR
-    branch to render and read; a text-layer page has one region per block of garbage text in it
+    """Expand: a checked page routed to OCR is one full-page region without content (`whole_page`:
+    OCR's layout cuts it into regions), for the OCR branch to render and read; a text-layer page has one region per block of garbage text in it
     (`ocr_boxes`, usually none); an empty page has none.
     A light stage of its own, so a scanned page goes on to OCR as soon as it is checked, without
     waiting for the text-layer pages of its batch to be cut into regions."""
-    return [[RegionRecord(kind="text", bbox=(0.0, 0.0, p.width_pt, p.height_pt), order=0)]
+    return [[RegionRecord(kind="text", bbox=(0.0, 0.0, p.width_pt, p.height_pt), order=0, whole_page=True)]
             if route_of(p) == "ocr" else _garbage_regions(p) for p in pages]
 
 
