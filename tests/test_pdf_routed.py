@@ -118,7 +118,8 @@ def test_the_choice_takes_the_vlms_reading_of_a_routed_page_only():
 # ---- the bundled recipe ------------------------------------------------------------------------------
 def test_the_routed_recipe_is_the_default_recipe_then_one_block():
     """Its CPU route is pdf_to_markdown's, step for step, pool for pool: a change there must be
-    copied here (everything up to page_markdown), and this says so."""
+    copied here (everything up to page_markdown, and the curation block and documents after it,
+    which read the routed pages), and this says so."""
     import yaml
 
     default, routed = (yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
@@ -128,11 +129,11 @@ def test_the_routed_recipe_is_the_default_recipe_then_one_block():
     assert routed["steps"][:cpu] == default["steps"][:cpu], "copy pdf_to_markdown's steps into the routed recipe"
     assert {k: v for k, v in routed["pools"].items() if k != "vlm"} == default["pools"]
     assert routed["domains"] == {**default["domains"], "vlm_page": "page", "vlm_region": "vlm_page"}
-    block = [step["id"] for step in routed["steps"][cpu:]]
-    assert block[0] == "routes" and block[-1] == "documents" and routed["outputs"] == {**default["outputs"],
-                                                                                        "pages": "routed"}
-    assert routed["steps"][-1] == {**default["steps"][-1], "reduce": {**default["steps"][-1]["reduce"],
-                                                                      "from": "routed"}}
+    tail = default["steps"][cpu:]  # page signals and filter, documents, document signals and filter
+    block = [step["id"] for step in routed["steps"][cpu:-len(tail)]]
+    assert block[0] == "routes" and block[-1] == "routed" and routed["outputs"] == default["outputs"]
+    first = tail[0]
+    assert routed["steps"][-len(tail):] == [{**first, "map": {**first["map"], "from": "routed"}}, *tail[1:]]
 
 
 def tiny_page_markdown() -> str:

@@ -292,6 +292,7 @@ def test_the_bundled_recipe_runs_by_name_on_the_cpu(tiny_model, tmp_path, capsys
     from curate.modalities.video.frames import frame_times
 
     from curate.cli import EXIT_PARTIAL, main
+    from curate.modalities.text.signals import SIGNALS, words_of
     from curate.recipe import bundled
 
     assert bundled.find("video_captions").bundled and bundled.find("video_captions_vllm").bundled
@@ -315,6 +316,8 @@ def test_the_bundled_recipe_runs_by_name_on_the_cpu(tiny_model, tmp_path, capsys
         assert r["prompt"] == qwen_vl.DEFAULT_PROMPT and r["frames"] == len(frame_times(span, fps=1.0))
         assert set(r["scores"]) == {"duration", "motion", "blur", "brightness"}
         assert (out / "clips" / r["clip_file"]).stat().st_size > 0  # the clip's own mp4
+        # the caption's text signals (curate.modalities.text), as columns of its row
+        assert {"language", "language_score", *SIGNALS} <= set(r) and r["words"] == len(words_of(r["caption"]))
     videos = sorted(pq.read_table(out / "videos").to_pylist(), key=lambda r: r["lineage"])
     assert videos[0]["status"] == "present" and videos[0]["clips"] == len(clips)
     assert videos[0]["captions"] == [r["caption"] for r in clips] and isinstance(videos[0]["summary"], str)
