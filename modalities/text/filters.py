@@ -29,6 +29,7 @@ words. The pages table keeps the dropped page's row and its reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from curate.modalities.text.signals import DUP_NGRAMS, SIGNALS, TOP_NGRAMS, text_signals
@@ -202,3 +203,24 @@ def unwrap(items: list) -> list:
     """Map: the record of each Signed item (anything else as it is), for the stages that take
     the record itself after a text filter."""
     return [item.value if isinstance(item, Signed) else item for item in items]
+
+
+@functools.cache
+def _signer(column: str, markdown: bool) -> TextSignals:
+    return TextSignals(column=column, markdown=markdown)
+
+
+def markdown_signals(items: list) -> list:
+    """Map: `TextSignals(column="markdown")` as a plain function (every signal on, the text read as
+    Markdown). A function shares the light functions worker of its recipe; a class stage would take
+    a worker of its own, and the default PDF recipe's workers already fill a 2-CPU machine."""
+    return _signer("markdown", True)(items)
+
+
+def caption_signals(items: list) -> list:
+    """Map: `TextSignals(column="caption", markdown=False)` as a plain function (see
+    `markdown_signals`): the signals of a clip's caption."""
+    return _signer("caption", False)(items)
+
+
+markdown_signals.requires = caption_signals.requires = ("pycld2", "numpy")
