@@ -1,4 +1,4 @@
-"""`curate run | validate | recipes | inspect | report | eval`.
+"""`curate run | validate | recipes | inspect | report | eval | dedup`.
 
 RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
 CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
     _eval_parser(sub)
+    from curate.dedup.cli import add_parser as _dedup_parser  # `curate dedup`: its own module
+
+    _dedup_parser(sub)
     return p
 
 

@@ -1,8 +1,8 @@
 """The signature index kept in a dedup output, `OUT/<output>_dedup/_index/signatures.parquet`:
 one row per distinct normalised text (its exact hash, its MinHash signature), with the
 MinHash parameters and the normalisation in the file's metadata. A later run computes
-signatures only for texts the index lacks; a run with other parameters is refused (the old
-signatures would not compare with new ones) until the index is deleted.
+signatures only for texts the index lacks; a run with other parameters computes them all
+again (old signatures do not compare with new ones) and replaces the index.
 
 The index is keyed by content, not by entity id: a row whose text changed (an input replaced
 by `--retry-failed`) is a new text, and an old text no longer in the output is left out of the
@@ -17,7 +17,6 @@ import numpy as np
 
 from curate.dedup.minhash import MinHashParams
 from curate.dedup.normalize import DIGEST_BYTES, NORMALISATION
-from curate.errors import InputError
 
 INDEX_DIR = "_index"  # inside OUT/<output>_dedup/: a leading '_' keeps it out of the output's rows
 INDEX_FILE = "signatures.parquet"
@@ -57,22 +56,25 @@ def sigs_from_arrow(col, p: int) -> np.ndarray:
     return arr.flatten().to_numpy(zero_copy_only=False).astype(np.uint32).reshape(-1, p)
 
 
-def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
-    """The index's (sorted hashes, signatures); empty when there is none. InputError when it
-    was built with other parameters."""
+def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The index's (sorted hashes, signatures, False); empty when there is none, and empty with
+    True when it was built with other settings (its signatures are of no use then)."""
     import pyarrow.parquet as pq
 
+    empty = np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), np.uint32)
     path = dedup_dir / INDEX_DIR / INDEX_FILE
     if not path.exists():
-        return np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), np.uint32)
+        return (*empty, False)
     t = pq.read_table(path)
     meta = json.loads((t.schema.metadata or {}).get(_META_KEY, b"{}"))
-    want = {"minhash": params.to_dict(), "normalisation": NORMALISATION}
-    if meta != want:
-        raise InputError(f"the signature index {path} was built with {meta or 'unknown settings'}, not {want}: "
-                         "run with the same MinHash settings, or delete that directory to compute every "
-                         "signature again")
-    return hashes_from_arrow(t.column("hash")), sigs_from_arrow(t.column("signature"), params.permutations)
+    if meta != settings(params):
+        return (*empty, True)
+    return hashes_from_arrow(t.column("hash")), sigs_from_arrow(t.column("signature"), params.permutations), False
+
+
+def settings(params: MinHashParams) -> dict:
+    """What must match for an index's signatures to be reused."""
+    return {"minhash": params.to_dict(), "normalisation": NORMALISATION}
 
 
 def table(hashes: np.ndarray, sig: np.ndarray, params: MinHashParams):
@@ -80,8 +82,7 @@ def table(hashes: np.ndarray, sig: np.ndarray, params: MinHashParams):
     import pyarrow as pa
 
     t = pa.table({"hash": hashes_to_arrow(hashes), "signature": sigs_to_arrow(sig)})
-    meta = {"minhash": params.to_dict(), "normalisation": NORMALISATION}
-    return t.replace_schema_metadata({_META_KEY: json.dumps(meta, sort_keys=True).encode()})
+    return t.replace_schema_metadata({_META_KEY: json.dumps(settings(params), sort_keys=True).encode()})
 
 
 def lookup(index_hashes: np.ndarray, wanted: np.ndarray) -> np.ndarray:

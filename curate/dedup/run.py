@@ -48,6 +48,7 @@ class DedupResult:
     exact: int  # of them, exact copies of their representative
     signed: int = 0  # texts whose signature this run computed (the rest came from the index)
     changed: int = 0  # rows of an earlier dedup whose representative changed
+    rebuilt: bool = False  # the index had other MinHash settings: every signature was computed again
 
     def summary(self) -> str:
         near = self.duplicates - self.exact
@@ -55,6 +56,8 @@ class DedupResult:
                 f"{self.duplicates} duplicates ({self.exact} exact, {near} near), {self.rows - self.duplicates} kept")
         if self.method != "exact" and self.method != "semantic":
             text += f"; {self.signed} new signatures"
+        if self.rebuilt:
+            text += " (the index had other MinHash settings: all computed again)"
         if self.changed:
             text += f"; {self.changed} earlier rows changed representative (a longer member joined their cluster)"
         return text
@@ -88,7 +91,7 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
     if executor not in ("local", "ray"):
         problems.append(f"executor {executor!r}: give local or ray")
     if problems:
-        raise InputError("curate dedup: " + "; ".join(problems))
+        raise InputError("; ".join(problems))
     if not Path(out).is_dir():
         raise InputError(f"{out} is not a directory: give the output directory of a `curate run`")
     target = Path(out) / f"{output}{SUFFIX}"
@@ -100,7 +103,7 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
         table = semantic(out, output, embedding, column, eps=eps, n_clusters=n_clusters, seed=seed, address=address)
         return _finish(target, "semantic", table, None, 0)
     params = None if method == "exact" else MinHashParams(shingle=shingle, bands=bands, rows=rows, seed=seed)
-    known_h, known_sig = index.load(target, params) if params else (None, None)
+    known_h, known_sig, stale = index.load(target, params) if params else (None, None, False)
     if distributed:
         from curate.dedup import distributed as dist
 
@@ -112,7 +115,7 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
 
         corpus = scan(out, output, column, params=params, known=known_h)
         table, idx_table = _cluster(corpus, params, known_h, known_sig, method, threshold, None)
-    return _finish(target, method, table, idx_table, len(corpus.new_hashes))
+    return _finish(target, method, table, idx_table, len(corpus.new_hashes), rebuilt=stale)
 
 
 def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, dist):
@@ -157,7 +160,7 @@ def _node_signatures(node_h, corpus, known_h, known_sig, params) -> np.ndarray:
     return sig
 
 
-def _finish(target: Path, method: str, table, idx_table, signed: int) -> DedupResult:
+def _finish(target: Path, method: str, table, idx_table, signed: int, rebuilt: bool = False) -> DedupResult:
     changed = _changed(target, table)
     publish(target, table, idx_table)
     import pyarrow.compute as pc
@@ -168,7 +171,7 @@ def _finish(target: Path, method: str, table, idx_table, signed: int) -> DedupRe
     cl = pc.value_counts(table.column("cluster_id")) if table.num_rows else None
     n_clusters = len(cl) if cl is not None else 0
     multi = int(np.sum(cl.field("counts").to_numpy() > 1)) if cl is not None else 0
-    return DedupResult(target, method, table.num_rows, n_clusters, multi, dup, exact, signed, changed)
+    return DedupResult(target, method, table.num_rows, n_clusters, multi, dup, exact, signed, changed, rebuilt)
 
 
 def _changed(target: Path, table) -> int:
@@ -195,6 +198,8 @@ def publish(target: Path, table, idx_table) -> None:
     if idx_table is not None:
         (tmp / index.INDEX_DIR).mkdir()
         pq.write_table(idx_table, tmp / index.INDEX_DIR / index.INDEX_FILE)
+    elif (target / index.INDEX_DIR).is_dir():  # an exact-only run keeps the signatures of a MinHash one
+        shutil.copytree(target / index.INDEX_DIR, tmp / index.INDEX_DIR)
     old = target.with_name(f".{target.name}.old-{tag}")
     if target.exists():
         os.replace(target, old)

@@ -15,6 +15,7 @@ from curate.dedup import index as idx
 from curate.dedup.minhash import MinHashParams, signatures
 from curate.dedup.normalize import DIGEST_BYTES, exact_hash, normalise
 from curate.errors import InputError
+from curate.names import LINEAGE_COLUMNS
 
 SCAN_ROWS = 2048  # rows read and normalised at a time: their texts are the scan's only large memory
 PRESENT = str(Status.PRESENT)
@@ -45,11 +46,20 @@ def output_files(out: str | Path, output: str) -> list[str]:
     d = output_path(out, output)
     files = ds.dataset(d, format="parquet").files if d.is_dir() else []
     if not files:
-        there = sorted(p.name for p in Path(out).iterdir() if p.is_dir() and not p.name.startswith(("_", "."))) \
-            if Path(out).is_dir() else []
-        raise InputError(f"{out} has no rows in an output {output!r}; give --output one of {there or 'its outputs'} "
-                         "(an output directory written by `curate run`)")
+        raise InputError(f"{out} has no rows in an output {output!r}; give --output one of {_outputs(out)}")
     return files
+
+
+def _outputs(out) -> list[str] | str:
+    """The outputs of `out` by its manifest (else its plain subdirectories), for an error."""
+    from curate.io import manifest
+
+    man = manifest.load(Path(out)) if Path(out).is_dir() else None
+    if man is not None:
+        return sorted(man["pipeline"]["outputs"])
+    if not Path(out).is_dir():
+        return "the outputs of a `curate run` directory"
+    return sorted(p.name for p in Path(out).iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 
 def text_schema(files: list[str], output: str, column: str):
@@ -61,7 +71,8 @@ def text_schema(files: list[str], output: str, column: str):
     schema = unified_schema(files)
     if schema is None or not {"entity_id", "root_key", "status"} <= set(schema.names):
         raise InputError(f"output {output!r} is not a curate output (no entity_id, root_key and status columns)")
-    texts = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    texts = [f.name for f in schema if (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+             and f.name not in LINEAGE_COLUMNS]
     if column not in schema.names:
         raise InputError(f"output {output!r} has no column {column!r}; its text columns are {texts}")
     if column not in texts:
