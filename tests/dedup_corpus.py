@@ -38,7 +38,7 @@ def corpus(n_sources: int, seed: int = 0) -> tuple[list[str], list[tuple[int, in
     a near copy (a few words changed) and a far copy (half its words replaced). Returns the
     texts, the planted (source, copy) pairs that must be found, and the far copies' indices."""
     rng = random.Random(seed)
-    docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(120, 200))) for _ in range(n_sources)]
+    docs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(250, 350))) for _ in range(n_sources)]
     pairs, far = [], set()
     for s in range(0, n_sources, 3):
         words = docs[s].split()
@@ -47,7 +47,7 @@ def corpus(n_sources: int, seed: int = 0) -> tuple[list[str], list[tuple[int, in
         edited = list(words)
         for k in rng.sample(range(len(words)), 2):
             edited[k] = rng.choice(WORDS)
-        docs.append(" ".join(edited) + " extra tail words")  # near: Jaccard around 0.9
+        docs.append(" ".join(edited) + " tail")  # near: Jaccard 0.90-0.95
         pairs.append((s, len(docs) - 1))
         half = [w if rng.random() < 0.5 else rng.choice(WORDS) for w in words]
         docs.append(" ".join(half))  # far: Jaccard near 0.05, not a duplicate

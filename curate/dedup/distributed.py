@@ -76,13 +76,12 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
 def scan(out, output: str, column: str, *, params: MinHashParams | None, known: np.ndarray | None) -> Corpus:
     """`curate.dedup.scan.scan` on Ray Data: the parts are read and signed by Ray tasks; the
     driver gathers each row's id, length and hash, and the new texts' signatures once each."""
-    import pyarrow as pa
     import ray
 
     files = output_files(out, output)
     schema = text_schema(files, output, column)
     cols = ["entity_id", "root_key", "status", column]
-    ds = ray.data.read_parquet(files, columns=cols, schema=pa.schema([schema.field(c) for c in cols]))
+    ds = ray.data.read_parquet(files, schema=schema).select_columns(cols)
     known_ref = ray.put(known if known is not None else np.zeros(0, f"S{DIGEST_BYTES}"))
     signed = ds.map_batches(_sign_batch, batch_format="pyarrow", batch_size=SCAN_BATCH, zero_copy_batch=True,
                             fn_kwargs={"column": column, "params": params and params.to_dict(), "known_ref": known_ref})
