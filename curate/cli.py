@@ -223,6 +223,8 @@ def cmd_run(args) -> int:
     for name, counts in res.counts.items():
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
+    for done in recipe.run_dedup(out, address=opts.get("address")):  # the recipe's `dedup:` steps
+        print(done.summary())
     bad = OutputDir(out).not_present_roots(recipe.pipeline.root.name)
     if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
         print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes; once fixed, "

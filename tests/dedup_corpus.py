@@ -53,3 +53,8 @@ def corpus(n_sources: int, seed: int = 0) -> tuple[list[str], list[tuple[int, in
         docs.append(" ".join(half))  # far: Jaccard near 0.05, not a duplicate
         far.add(len(docs) - 1)
     return docs, pairs, far
+
+
+def text_document(xs):
+    """A recipe's stage: an input text as a document row."""
+    return [{"markdown": x} for x in xs]

@@ -3,12 +3,12 @@ arguments and what it prints (`curate.cli` registers it)."""
 
 from __future__ import annotations
 
-from curate.dedup.minhash import DEFAULT_BANDS, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE
+from curate.dedup.options import DEFAULT_BANDS, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE
 
 
 def add_parser(sub) -> None:
     """`curate dedup`'s arguments."""
-    from curate.dedup.run import DEFAULT_EPS, DEFAULT_METHOD, DEFAULT_THRESHOLD, METHODS
+    from curate.dedup.options import DEFAULT_EPS, DEFAULT_METHOD, DEFAULT_THRESHOLD, METHODS
 
     d = sub.add_parser("dedup", help="mark exact and near-duplicate rows of an output (writes OUT/<output>_dedup/)")
     d.add_argument("out", help="the output directory of a `curate run`")

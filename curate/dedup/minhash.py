@@ -20,12 +20,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from curate.dedup.options import DEFAULT_BANDS, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE
 from curate.errors import InputError
 
-DEFAULT_SHINGLE = 5  # words per shingle: datatrove's and FineWeb's n-gram size
-DEFAULT_BANDS = 14  # 14 bands x 8 rows = 112 permutations, datatrove's defaults: an LSH S-curve
-DEFAULT_ROWS = 8  # threshold near (1/14)^(1/8) = 0.72, under the default Jaccard of 0.8
-DEFAULT_SEED = 1  # of the permutations: every run of one index must use the same
 SHINGLE_BLOCK = 8192  # shingles whose P hashes are computed at once: 8192 x 112 x 8 B = 7 MiB
 BATCH_BYTES = 1 << 20  # UTF-8 bytes of text hashed in one array pass (its arrays: ~40 MiB)
 EMPTY = np.uint32(0xFFFFFFFF)  # a signature value no shingle reached (an empty document)

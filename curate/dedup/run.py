@@ -24,12 +24,10 @@ import numpy as np
 from curate.dedup import clusters, decide, index
 from curate.dedup.minhash import MinHashParams, band_hashes
 from curate.dedup.normalize import DIGEST_BYTES, exact_hash
+from curate.dedup.options import (DEFAULT_BANDS, DEFAULT_EPS, DEFAULT_METHOD, DEFAULT_ROWS, DEFAULT_SEED,
+                                   DEFAULT_SHINGLE, DEFAULT_THRESHOLD, check_args)
 from curate.errors import InputError
 
-METHODS = ("exact", "minhash", "both")
-DEFAULT_METHOD = "both"  # exact copies labelled as such, near copies found by MinHash
-DEFAULT_THRESHOLD = 0.8  # estimated Jaccard of 5-word shingles: the issue's and FineWeb's figure
-DEFAULT_EPS = 0.07  # semantic dedup: duplicates where cosine >= 1 - eps (NeMo Curator's default)
 SUFFIX = "_dedup"
 PART = "part-00000.parquet"
 EMPTY_HASH = np.array([exact_hash("")], dtype=f"S{DIGEST_BYTES}")[0]  # no word: no MinHash pair
@@ -63,26 +61,9 @@ class DedupResult:
         return text
 
 
-def check_args(output, column, threshold, method, embedding, eps) -> list[str]:
-    """Every problem with the arguments, each with its fix."""
-    from curate.names import name_problem
-
-    problems = []
-    if name_problem(output):
-        problems.append(f"output {output!r} {name_problem(output)}; give an output's name, e.g. documents")
-    if embedding is None and not column:
-        problems.append("no column to deduplicate: give column= (--column), e.g. markdown, or embedding= for clips")
-    if method not in METHODS:
-        problems.append(f"method {method!r} is not one of {', '.join(METHODS)}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
-        problems.append(f"threshold {threshold!r}: give an estimated Jaccard in (0, 1], e.g. {DEFAULT_THRESHOLD}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
-        problems.append(f"eps {eps!r}: give a cosine distance in [0, 1), e.g. {DEFAULT_EPS}")
-    return problems
-
-
 def dedup(out: str | Path, *, output: str, column: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-          method: str = DEFAULT_METHOD, shingle: int = 5, bands: int = 14, rows: int = 8, seed: int = 1,
+          method: str = DEFAULT_METHOD, shingle: int = DEFAULT_SHINGLE, bands: int = DEFAULT_BANDS,
+          rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED,
           executor: str = "local", address: str | None = None, embedding: str | None = None,
           eps: float = DEFAULT_EPS, n_clusters: int | None = None) -> DedupResult:
     """Deduplicate output `output` of `out` by its text `column` (exact, minhash or both), or
