@@ -58,3 +58,14 @@ def corpus(n_sources: int, seed: int = 0) -> tuple[list[str], list[tuple[int, in
 def text_document(xs):
     """A recipe's stage: an input text as a document row."""
     return [{"markdown": x} for x in xs]
+
+
+def as_clip(xs):
+    return [dict(x) for x in xs]
+
+
+def write_clips(out, clips: list[dict]):
+    """A one-level pipeline whose rows are the given clip dicts (embedding, start_s, end_s)."""
+    pipe = cu.Pipeline(cu.Domain("clip"))
+    pipe.output("clips", pipe.source.map(as_clip))
+    return cu.run(pipe, clips, executor="local", output_dir=out, progress=False)

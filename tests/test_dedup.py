@@ -168,3 +168,22 @@ def test_a_killed_dedup_leaves_the_last_one_readable(planted):
     dedup(out, output="documents", column="markdown")
     assert not stale.exists() and read_table(out, "documents_dedup").num_rows == len(docs)
     shutil.rmtree(out / "documents_dedup")
+
+
+def test_embedding_column_goes_to_semantic_dedup(tmp_path):
+    from dedup_corpus import write_clips
+
+    clips = [{"embedding": [1.0, 0.0, 0.0], "start_s": 0.0, "end_s": 2.0},
+             {"embedding": [1.0, 0.0, 0.0], "start_s": 0.0, "end_s": 1.5},  # the same content, cut shorter
+             {"embedding": [0.0, 1.0, 0.0], "start_s": 0.0, "end_s": 3.0}]
+    write_clips(tmp_path, clips)
+    try:
+        import curate.dedup.semantic  # noqa: F401  (helper "clips" builds it)
+    except ImportError:
+        with pytest.raises(InputError, match=r"needs curate.dedup.semantic"):
+            dedup(tmp_path, output="clips", embedding="embedding")
+        return
+    res = dedup(tmp_path, output="clips", embedding="embedding", n_clusters=1)
+    rows = rows_by_id(tmp_path, "clips_dedup")
+    assert res.duplicates == 1 and rows["1"]["duplicate_of"] == "0" and rows["1"]["method"] == "semantic"
+    assert rows["1"]["root_key"] == "1" and rows["2"]["keep"]
