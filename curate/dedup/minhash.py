@@ -25,6 +25,7 @@ from curate.errors import InputError
 
 SHINGLE_BLOCK = 8192  # shingles whose P hashes are computed at once: 8192 x 112 x 8 B = 7 MiB
 BATCH_BYTES = 1 << 20  # UTF-8 bytes of text hashed in one array pass (its arrays: ~40 MiB)
+BAND_ROWS = 16384  # signatures banded at a time: their uint64 copy is 16384 x 112 x 8 B = 14 MiB
 EMPTY = np.uint32(0xFFFFFFFF)  # a signature value no shingle reached (an empty document)
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -177,7 +178,15 @@ def _min_into(out: np.ndarray, sh: np.ndarray, sdoc: np.ndarray, a: np.ndarray, 
 
 
 def band_hashes(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
-    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature and b."""
+    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature and b;
+    BAND_ROWS signatures at a time (the uint64 copy of a block is 8x its signatures)."""
+    out = np.empty((sig.shape[0], params.bands), np.uint64)
+    for s in range(0, sig.shape[0], BAND_ROWS):
+        out[s:s + BAND_ROWS] = _band_block(sig[s:s + BAND_ROWS], params)
+    return out
+
+
+def _band_block(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
     n = sig.shape[0]
     s = sig.reshape(n, params.bands, params.rows).astype(np.uint64)
     acc = np.broadcast_to(np.arange(params.bands, dtype=np.uint64) * _MIX[-1], (n, params.bands)).copy()

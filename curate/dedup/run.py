@@ -127,6 +127,7 @@ def _node_signatures(node_h, corpus, known_h, known_sig, params) -> np.ndarray:
     if corpus.new_hashes:
         new_h = np.array(corpus.new_hashes, dtype=f"S{DIGEST_BYTES}")
         new_sig = np.concatenate(corpus.new_sigs)
+        corpus.new_sigs.clear()  # held once, in new_sig, until copied into the nodes' array
         order = np.argsort(new_h)
         pos = index.lookup(new_h[order], node_h)
         have = pos >= 0
