@@ -187,3 +187,9 @@ def test_embedding_column_goes_to_semantic_dedup(tmp_path):
     rows = rows_by_id(tmp_path, "clips_dedup")
     assert res.duplicates == 1 and rows["1"]["duplicate_of"] == "0" and rows["1"]["method"] == "semantic"
     assert rows["1"]["root_key"] == "1" and rows["2"]["keep"]
+
+
+def test_an_output_without_present_rows_gives_an_empty_dedup(tmp_path):
+    write_documents(tmp_path, ["DROP one", "DROP two"])
+    res = dedup(tmp_path, output="documents", column="markdown")
+    assert res.rows == res.duplicates == 0 and read_table(tmp_path, "documents_dedup").num_rows == 0

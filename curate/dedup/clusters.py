@@ -88,6 +88,8 @@ def representatives(cluster: np.ndarray, length: np.ndarray, entity_id: list[str
     import pyarrow as pa
 
     n = cluster.size
+    if n == 0:
+        return np.zeros(0, np.int64)
     t = pa.table({"c": cluster, "l": -np.asarray(length, np.int64), "e": pa.array(entity_id, pa.string()),
                   "r": np.arange(n)})
     order = t.sort_by([("c", "ascending"), ("l", "ascending"), ("e", "ascending")]).column("r").to_numpy()

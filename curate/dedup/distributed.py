@@ -49,9 +49,10 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
     """A scan task: the PRESENT rows of a batch as (entity id, root key, length, hash) and,
     for texts the index lacks, their signature (an empty list otherwise)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import ray
 
-    batch = batch.filter(pa.compute.equal(batch.column("status"), PRESENT))
+    batch = batch.filter(pc.equal(batch.column("status"), PRESENT))
     texts = batch.column(column).to_pylist()
     norms = [normalise(t) for t in texts]
     hashes = np.array([exact_hash(n) for n in norms], dtype=f"S{DIGEST_BYTES}")
@@ -126,7 +127,7 @@ def _bucket_group(group):
 def _check_batch(batch, sig_ref, threshold: float):
     import ray
 
-    i, j, sim = clusters.similar_pairs(ray.get(sig_ref), batch["i"].astype(np.int64), batch["j"].astype(np.int64),
+    i, j, _ = clusters.similar_pairs(ray.get(sig_ref), batch["i"].astype(np.int64), batch["j"].astype(np.int64),
                                        threshold)
     return {"i": i, "j": j}
 

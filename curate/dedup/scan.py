@@ -31,7 +31,6 @@ class Corpus:
     hashes: list[bytes] = field(default_factory=list)
     new_hashes: list[bytes] = field(default_factory=list)
     new_sigs: list[np.ndarray] = field(default_factory=list)
-    empty: set = field(default_factory=set)  # hashes of texts empty after normalisation
 
     def hash_array(self) -> np.ndarray:
         return np.array(self.hashes, dtype=f"S{DIGEST_BYTES}")
@@ -103,8 +102,6 @@ def scan(out: str | Path, output: str, column: str, *, params: MinHashParams | N
             norm = normalise(t)
             h = exact_hash(norm)
             corpus.hashes.append(h)
-            if not norm:
-                corpus.empty.add(h)
             if params is not None and h not in seen:
                 seen.add(h)
                 pending[h] = norm
