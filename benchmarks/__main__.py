@@ -465,6 +465,10 @@ def suite_dedup(quick: bool) -> tuple[dict, list[Table]]:
     if "curate" in q.get("agreement", {}):
         a = q["agreement"]["curate"]["jaccard_of_pair_sets"]
         t.target("pair agreement with datatrove", a, ">= 0.95", a >= 0.95)
+        on_truth = q["agreement"]["curate"].get("on_truth_pairs")
+        t.notes.append(f"agreement with datatrove on the planted pairs at Jaccard >= 0.8: {_fmt(on_truth, '.3f')}; "
+                       "datatrove keeps every band collision (no Jaccard check), so the pairs only it finds lie in "
+                       "LSH's S-curve below 0.8, where two implementations' random permutations differ")
     sp = res["speed"]
     t.target("signatures docs/s vs datatrove (one process each)", sp["ratio"], ">= 1.5", sp["ratio"] >= 1.5)
     for m in res["memory"]:

@@ -10,7 +10,8 @@ changed, paragraphs reordered, 3-20% of words edited (replaced, deleted, inserte
 5-word shingle sets (exact, on curate's normalised text) is >= 0.8. Figures:
   - recall: truth pairs that curate puts in one cluster; precision: curate's (duplicate,
     representative) pairs whose two documents are of one planted family;
-  - agreement with datatrove: Jaccard of the sets of co-clustered document pairs, and each
+  - agreement with datatrove: Jaccard of the sets of co-clustered document pairs (and the share
+    of truth pairs both systems decide alike), and each
     system's recall and precision; datatrove keeps every band collision (no Jaccard check),
     so curate is also run with the check off (threshold ~0), the same rule;
   - signatures docs/s, one process each: curate's `normalise` + `signatures` over the corpus vs
@@ -315,7 +316,10 @@ def quality(texts, family, planted, work: Path, with_datatrove: bool = True) -> 
         only_dt = sorted(b - a)
         res.setdefault("agreement", {})[name] = {
             "jaccard_of_pair_sets": len(a & b) / max(1, len(a | b)), "only_curate": len(a - b), "only_datatrove": len(only_dt),
-            "only_datatrove_max_true_jaccard": max((true_jaccard(texts[x], texts[y]) for x, y in only_dt), default=None)}
+            "only_datatrove_max_true_jaccard": max((true_jaccard(texts[x], texts[y]) for x, y in only_dt), default=None),
+            # on the planted pairs at the threshold: both put the pair in one cluster, or neither does
+            "on_truth_pairs": sum((found[name][s] == found[name][c]) == (found["datatrove"][s] == found["datatrove"][c])
+                                  for s, c in truth) / max(1, len(truth))}
     res["by_kind"] = {k: {"planted": sum(p[2] == k for p in planted),
                           "true_jaccard_min": min((j for p, j in zip(planted, js) if p[2] == k), default=None),
                           "at_threshold": sum(p[2] == k and j >= THRESHOLD for p, j in zip(planted, js)),
