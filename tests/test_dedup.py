@@ -193,3 +193,13 @@ def test_an_output_without_present_rows_gives_an_empty_dedup(tmp_path):
     write_documents(tmp_path, ["DROP one", "DROP two"])
     res = dedup(tmp_path, output="documents", column="markdown")
     assert res.rows == res.duplicates == 0 and read_table(tmp_path, "documents_dedup").num_rows == 0
+
+
+def test_other_minhash_settings_sign_every_text_again(planted):
+    out, docs, _, _ = planted
+    dedup(out, output="documents", column="markdown")
+    again = dedup(out, output="documents", column="markdown")
+    assert again.signed == 0 and not again.rebuilt  # every signature from the index
+    other = dedup(out, output="documents", column="markdown", shingle=3)
+    assert other.rebuilt and other.signed == len({normalise(d) for d in docs})
+    assert "all computed again" in other.summary()
