@@ -25,6 +25,10 @@ Suites (default: all, in this order):
                pages/s on a generated born-digital corpus: curate vs pymupdf4llm (layout on),
                MinerU 4 flash and a loop of curate's stages (benchmarks/pdfquality.py)
 
+  dedup        MinHash/LSH document dedup vs planted near-duplicates and datatrove's MinHash
+               dedup on the same corpus and parameters; signature docs/s; peak RSS at 100,000
+               short documents (benchmarks/dedup.py)
+
 `--quick` shrinks every suite (the longtail one to one shape of 1,200 pages). Results go to
 DIR (default benchmarks/results/<UTC time>): <suite>.json, <suite>.png, <suite>.md, and
 summary.md with every suite's tables in DIR and the targets met or missed (running one suite
@@ -438,9 +442,44 @@ def _speed_table(res: dict) -> Table:
     return t
 
 
+def suite_dedup(quick: bool) -> tuple[dict, list[Table]]:
+    """MinHash dedup vs planted truth and datatrove; signature docs/s; peak RSS (benchmarks/dedup.py)."""
+    out = HERE / ".dedup.json"
+    proc = subprocess.run([sys.executable, str(HERE / "dedup.py"), *(["--quick"] if quick else []), "--json", str(out)],
+                          check=False, capture_output=True, text=True)
+    if proc.returncode != 0 or not out.exists():
+        print(f"  dedup.py FAILED\n{proc.stderr[-2500:]}")
+        return {}, []
+    res = json.loads(out.read_text())
+    out.unlink()
+    q = res["quality"]
+    t = Table(f"document dedup: {q['docs']} documents, {q['truth_pairs']} planted pairs at Jaccard >= {q['threshold']}",
+              [("system", 26), ("recall", 8), ("precision", 10), ("duplicates", 11), ("agreement", 10), ("seconds", 8)])
+    t.header()
+    for name, r in q["systems"].items():
+        agree = q.get("agreement", {}).get(name, {}).get("jaccard_of_pair_sets")
+        t.add(name, f"{r['recall']:.3f}", f"{r['precision']:.3f}", r["duplicates"], _fmt(agree, ".3f"), f"{r['seconds']:.1f}")
+    cur = q["systems"]["curate"]
+    t.target("recall at Jaccard >= 0.8", cur["recall"], ">= 0.95", cur["recall"] >= 0.95)
+    t.target("precision", cur["precision"], ">= 0.98", cur["precision"] >= 0.98)
+    if "curate" in q.get("agreement", {}):
+        a = q["agreement"]["curate"]["jaccard_of_pair_sets"]
+        t.target("pair agreement with datatrove", a, ">= 0.95", a >= 0.95)
+        on_truth = q["agreement"]["curate"].get("on_truth_pairs")
+        t.notes.append(f"agreement with datatrove on the planted pairs at Jaccard >= 0.8: {_fmt(on_truth, '.3f')}; "
+                       "datatrove keeps every band collision (no Jaccard check), so the pairs only it finds lie in "
+                       "LSH's S-curve below 0.8, where two implementations' random permutations differ")
+    sp = res["speed"]
+    t.target("signatures docs/s vs datatrove (one process each)", sp["ratio"], ">= 1.5", sp["ratio"] >= 1.5)
+    for m in res["memory"]:
+        t.notes.append(f"peak RSS, {m['docs']} short documents, {m['executor']}: driver {m.get('driver_kib', 0) / 1024:.0f} MiB"
+                       + (f", largest Ray worker {m['worker_kib'] / 1024:.0f} MiB" if "worker_kib" in m else ""))
+    return res, [t]
+
+
 SUITES = {"longtail": suite_longtail, "ablation": suite_ablation, "suppression": suite_suppression,
           "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation,
-          "pdfquality": suite_pdfquality}
+          "pdfquality": suite_pdfquality, "dedup": suite_dedup}
 
 
 # ---- plots --------------------------------------------------------------------------------

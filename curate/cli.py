@@ -1,4 +1,4 @@
-"""`curate run | validate | recipes | inspect | report | eval`.
+"""`curate run | validate | recipes | inspect | report | eval | dedup`.
 
 RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
 CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
     _eval_parser(sub)
+    from curate.dedup.cli import add_parser as _dedup_parser  # `curate dedup`: its own module
+
+    _dedup_parser(sub)
     return p
 
 
@@ -220,6 +223,8 @@ def cmd_run(args) -> int:
     for name, counts in res.counts.items():
         print(f"  {name}: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
     print(res.metrics.summary())
+    for done in recipe.run_dedup(out, address=opts.get("address")):  # the recipe's `dedup:` steps
+        print(done.summary())
     bad = OutputDir(out).not_present_roots(recipe.pipeline.root.name)
     if bad:  # over the whole directory: a resumed run reports the failures of the runs before it
         print(f"{bad} inputs FAILED or were SUPPRESSED: `curate inspect {out}` lists the causes; once fixed, "

@@ -30,6 +30,7 @@ by the compiler, comes back at once in one `RecipeError`, each as `FILE:LINE: wh
                                                 #    parquet: {path: FILE, column: NAME, paths: true}
     extensions: [.txt]                          # optional: what `--input DIR` expands to
     run: {executor: ray, input_batch_size: 2, inflight: 2}
+    dedup: [{output: books, column: text, threshold: 0.8}]   # optional: after the job (curate.dedup)
 
 Steps: `id` names a step (`source` is the input); `expand`, `map`, `filter` and `reduce` read
 `from:` a step and run a stage (`expand` also goes `into:` a child domain; `reduce` may set
@@ -58,6 +59,10 @@ keyed by input index.
 Run options go to `curate.run`: executor, input_batch_size, inflight, max_live_entities,
 max_live_bytes, address, ray_init, pipeline_depth, output_dir (as written: relative to where the run starts), resume, progress,
 sink_options.
+
+`dedup:` lists corpus-level dedups that `curate run` runs after the job, each the options of
+`curate.dedup.dedup` (output, column, threshold, method, shingle, bands, rows, seed, embedding,
+eps); they write `<output_dir>/<output>_dedup/` (`Recipe.run_dedup` from Python).
 
 Overrides: `--set run.inflight=8`, `--set pools.stats.replicas=4`, `--set steps.6.map.batch_size=16`
 (or by step id: `steps.stats.map.batch_size=16`) set a YAML value at a dotted path. The path
@@ -127,6 +132,15 @@ class Recipe:
     base_dir: str  # the recipe's directory, absolute: relative paths start here
     description: str = ""  # the recipe's one-line `description:`
     extensions: tuple[str, ...] = ()  # `extensions:`: the files a directory input expands to (none: all)
+    dedup: tuple[dict, ...] = ()  # `dedup:`: corpus-level dedups run after the job (`run_dedup`)
+
+    def run_dedup(self, out, address: str | None = None) -> list:
+        """Run the recipe's `dedup:` entries over output directory `out` (after its job), on
+        Ray Data when the job ran on a cluster (`address`), else locally; their results."""
+        from curate.dedup import dedup
+
+        return [dedup(out, **entry, executor="ray" if address else "local", address=address)
+                for entry in self.dedup]
 
     def inputs(self) -> Iterable[Any]:
         """The input values, read afresh on every call (file inputs: absolute path strings; a
@@ -206,7 +220,7 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         raise RecipeError(sorted(problems, key=lambda p: _line_of(p, file)), str(path))
     return Recipe(str(data.get("name") or path.stem), path, checked.pipeline, checked.run_options,
                   _patched(text, edits, data), data, data.get("input"), base_dir,
-                  str(data.get("description") or "").strip(), tuple(data.get("extensions") or ()))
+                  str(data.get("description") or "").strip(), tuple(data.get("extensions") or ()), checked.dedup)
 
 
 def _put_on_sys_path(*dirs: str) -> None:

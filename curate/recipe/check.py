@@ -37,6 +37,7 @@ class Checked:
     pipeline: cu.Pipeline | None
     run_options: dict
     problems: list[str]
+    dedup: tuple[dict, ...] = ()  # `dedup:` entries, each checked: run after the job
 
 
 @dataclass
@@ -72,9 +73,10 @@ def check(data: dict, lines) -> Checked:
     run = c.section("run", dict)
     c.unknown_keys(("run",), run, RUN_KEYS, "run")
     run_options = c.params(("run",), run, RUN_KEYS, "run")
+    dedup = c.dedup()
     if complete:
         c.compile(pipe)
-    return Checked(pipe if complete else None, run_options, c.problems)
+    return Checked(pipe if complete else None, run_options, c.problems, dedup)
 
 
 class _Checker:
@@ -370,6 +372,17 @@ class _Checker:
                 pipe.output(str(name) if why is None else f"invalid{i}", self.ports[ref],
                             where=self.lines.at(("outputs", name)), **options)
         return bool(raw) and pipe is not None and len(pipe.outputs) == len(raw)
+
+    def dedup(self) -> tuple[dict, ...]:
+        """`dedup:`: a list of `curate.dedup.dedup` options, each naming one of the outputs."""
+        from curate.dedup.options import check_entry
+
+        outputs = self.data.get("outputs") if isinstance(self.data.get("outputs"), dict) else None
+        entries = self.section("dedup", list)
+        for i, entry in enumerate(entries):
+            for sub, message in check_entry(entry, outputs):
+                self.bad(("dedup", i, *sub), message, key=bool(sub))
+        return tuple(e for e in entries if isinstance(e, dict))
 
     def compile(self, pipe: cu.Pipeline) -> None:
         """The compiler's own checks, reported at the recipe lines of the steps (their `where`)."""

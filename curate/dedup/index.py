@@ -1,0 +1,94 @@
+"""The signature index kept in a dedup output, `OUT/<output>_dedup/_index/signatures.parquet`:
+one row per distinct normalised text (its exact hash, its MinHash signature), with the
+MinHash parameters and the normalisation in the file's metadata. A later run computes
+signatures only for texts the index lacks; a run with other parameters computes them all
+again (old signatures do not compare with new ones) and replaces the index.
+
+The index is keyed by content, not by entity id: a row whose text changed (an input replaced
+by `--retry-failed`) is a new text, and an old text no longer in the output is left out of the
+next index, so every run clusters exactly the rows the output holds now."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from curate.dedup.minhash import MinHashParams
+from curate.dedup.normalize import DIGEST_BYTES, NORMALISATION
+
+INDEX_DIR = "_index"  # inside OUT/<output>_dedup/: a leading '_' keeps it out of the output's rows
+INDEX_FILE = "signatures.parquet"
+_META_KEY = b"curate.dedup"
+
+
+def hashes_to_arrow(hashes: np.ndarray):
+    """An S16 numpy array of digests as an Arrow fixed_size_binary(16) array."""
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(hashes, dtype=f"S{DIGEST_BYTES}")
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(DIGEST_BYTES), len(data), [None, pa.py_buffer(data.tobytes())])
+
+
+def hashes_from_arrow(col) -> np.ndarray:
+    """An Arrow fixed_size_binary(16) column as an S16 numpy array."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    buf = arr.buffers()[1]
+    start = arr.offset * DIGEST_BYTES
+    return np.frombuffer(buf, dtype=f"S{DIGEST_BYTES}", count=len(arr), offset=start).copy()
+
+
+def sigs_to_arrow(sig: np.ndarray):
+    """(n, P) uint32 signatures as an Arrow fixed_size_list<uint32>[P] array."""
+    import pyarrow as pa
+
+    flat = pa.array(np.ascontiguousarray(sig, np.uint32).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, sig.shape[1])
+
+
+def sigs_from_arrow(col, p: int) -> np.ndarray:
+    import pyarrow as pa
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return arr.flatten().to_numpy(zero_copy_only=False).astype(np.uint32).reshape(-1, p)
+
+
+def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The index's (sorted hashes, signatures, False); empty when there is none, and empty with
+    True when it was built with other settings (its signatures are of no use then)."""
+    import pyarrow.parquet as pq
+
+    empty = np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), np.uint32)
+    path = dedup_dir / INDEX_DIR / INDEX_FILE
+    if not path.exists():
+        return (*empty, False)
+    t = pq.read_table(path)
+    meta = json.loads((t.schema.metadata or {}).get(_META_KEY, b"{}"))
+    if meta != settings(params):
+        return (*empty, True)
+    return hashes_from_arrow(t.column("hash")), sigs_from_arrow(t.column("signature"), params.permutations), False
+
+
+def settings(params: MinHashParams) -> dict:
+    """What must match for an index's signatures to be reused."""
+    return {"minhash": params.to_dict(), "normalisation": NORMALISATION}
+
+
+def table(hashes: np.ndarray, sig: np.ndarray, params: MinHashParams):
+    """The index as an Arrow table (hashes sorted), its settings in the schema's metadata."""
+    import pyarrow as pa
+
+    t = pa.table({"hash": hashes_to_arrow(hashes), "signature": sigs_to_arrow(sig)})
+    return t.replace_schema_metadata({_META_KEY: json.dumps(settings(params), sort_keys=True).encode()})
+
+
+def lookup(index_hashes: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Position of each `wanted` hash in the sorted `index_hashes`, -1 where absent."""
+    if index_hashes.size == 0:
+        return np.full(wanted.size, -1, np.int64)
+    pos = np.searchsorted(index_hashes, wanted)
+    found = (pos < index_hashes.size) & (index_hashes[np.minimum(pos, index_hashes.size - 1)] == wanted)
+    return np.where(found, pos, -1)
