@@ -50,13 +50,14 @@ from curate.io.read import read_items, read_table
 MAX_DRIVER_PEAK = 2 * 2**30  # bytes; measured about 250 MiB on Ray (the workers are other processes)
 MAX_RENDER_PEAK = 1 * 2**30  # bytes of the render worker; measured about 340 MiB with the 3,500 px page
 TOKENS = 6  # new tokens per caption and summary: the tiny model's noise is short, the code path the same
-FILES_LAYOUT = 'outputs.documents={step: documents, files: {markdown: {ext: .md, name: "{key}/txt/{key}"}}}'
+FILES_LAYOUT = 'outputs.documents={step: document_signals, files: {markdown: {ext: .md, name: "{key}/txt/{key}"}}}'
 # Cost, not behaviour: the recipe's per-page Calls ship 16-64 pages a batch, so the 10,000 blank
 # pages would be about 1,700 Ray calls of a few ms each (38 s here, where the local executor
 # takes 9); batches of 512 (README: `--set steps.<id>.<op>.batch_size=...` overrides any field)
 # make it 24 s. A run's rows do not depend on batch sizes, which the runs alone (defaults) check.
 PAGE_BATCHES = [f"steps.{step}.batch_size=512" for step in ("checked.map", "regions.expand", "page_layer.reduce",
-                                                             "page_ocr.reduce", "page_markdown.map")]
+                                                             "page_ocr.reduce", "page_markdown.map",
+                                                             "page_signals.map", "page_rows.map")]
 VIDEO_SETS = ["pools.captioner.init.device=cpu", f"pools.captioner.init.max_new_tokens={TOKENS}",
               f"pools.captioner.init.summary_max_new_tokens={TOKENS}", "steps.frames.expand.init.fps=1.0"]
 

@@ -91,17 +91,22 @@ def test_pdf_curated_drops_a_boilerplate_page_and_an_empty_document_with_their_r
 
 
 def test_pdf_curated_is_pdf_to_markdown_with_its_filters_on():
-    """The curated recipe must not drift from the default one: the same pools, steps and outputs,
-    only the two filters' init differ (and there they decide)."""
+    """The curated recipe must not drift from the default one: the same pools (but the text
+    check's CPU share, which makes room for the filters on 2 CPUs), steps and outputs, plus the
+    two filters, which the default recipe does not have."""
     default, curated = (yaml.safe_load((ROOT / "recipes" / f"{name}.yaml").read_text())
                         for name in ("pdf_to_markdown", "pdf_curated"))
-    assert curated["pools"] == default["pools"] and curated["outputs"] == default["outputs"]
-    assert curated["domains"] == default["domains"]
-    filters = {"page_kept", "document_kept"}
-    strip = [{**s, "filter": {**s["filter"], "init": None}} if s["id"] in filters else s for s in default["steps"]]
-    assert [{**s, "filter": {**s["filter"], "init": None}} if s["id"] in filters else s
-            for s in curated["steps"]] == strip
+    assert curated["pools"]["pdf_text"].pop("num_cpus") == 0.15
+    assert curated["pools"] == default["pools"] and curated["domains"] == default["domains"]
+    assert curated["outputs"] == {**default["outputs"], "documents": "document_kept", "pages": "page_kept"}
+    filters = {"page_kept": "page_signals", "document_kept": "document_signals"}
+    assert not filters.keys() & {s["id"] for s in default["steps"]}
+    steps = [s for s in curated["steps"] if s["id"] not in filters]
+    rows = next(s for s in steps if s["id"] == "page_rows")
+    assert rows["map"]["from"] == "page_kept"  # the document is made of the pages kept
+    rows["map"]["from"] = "page_signals"
+    assert steps == default["steps"]
     inits = {s["id"]: s["filter"]["init"] for s in curated["steps"] if s["id"] in filters}
+    assert {s["id"]: s["filter"]["from"] for s in curated["steps"] if s["id"] in filters} == filters
     assert all(i["score_only"] is False for i in inits.values())
-    assert all(s["filter"]["init"] == {"score_only": True} for s in default["steps"] if s["id"] in filters)
     assert inits["document_kept"]["at_least"]["words"] == 50 and "words" not in inits["page_kept"]["at_least"]
