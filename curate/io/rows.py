@@ -252,12 +252,37 @@ def _column(values: list, t):
     failing the flush; values that do not fit a declared type other than text raise."""
     import pyarrow as pa
 
+    if t is None and (vectors := _vectors(values)) is not None:
+        return vectors, False
     try:
         return (pa.array(values, type=t) if t is not None else pa.array(values)), False
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         if t is not None and not pa.types.is_string(t):
             raise
         return _json_text(values), True
+
+
+def _vectors(values: list):
+    """A column of numpy vectors as `fixed_size_list<dtype>[d]` (an embedding: readers get its
+    length from the schema, and it is stored flat), when every value that is not None is a 1-D
+    numpy float array of one length d >= 1 and one dtype; else None (inferred as any column)."""
+    first = next((v for v in values if v is not None), None)
+    dtype = getattr(first, "dtype", None)
+    if dtype is None or getattr(first, "ndim", 0) != 1 or dtype.kind != "f" or not first.shape[0]:
+        return None
+    if not all(v is None or (type(v) is type(first) and v.dtype == dtype and v.shape == first.shape) for v in values):
+        return None
+    import numpy as np
+    import pyarrow as pa
+
+    d = first.shape[0]
+    flat = np.zeros((len(values), d), dtype)
+    missing = np.array([v is None for v in values])
+    for i, v in enumerate(values):
+        if v is not None:
+            flat[i] = v
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), d,
+                                             mask=pa.array(missing) if missing.any() else None)
 
 
 def _promoted(array, as_json: bool, before, values: list):
