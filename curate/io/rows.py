@@ -264,25 +264,20 @@ def _column(values: list, t):
 
 def _vectors(values: list):
     """A column of numpy vectors as `fixed_size_list<dtype>[d]` (an embedding: readers get its
-    length from the schema, and it is stored flat), when every value that is not None is a 1-D
-    numpy float array of one length d >= 1 and one dtype; else None (inferred as any column)."""
-    first = next((v for v in values if v is not None), None)
+    length from the schema, and it is stored flat), when every value is a 1-D numpy float array
+    of one length d >= 1 and one dtype; else None (inferred as any column: a column with a null
+    row becomes `list<dtype>`, because Arrow's Parquet reader cannot read a null fixed-size list
+    back, apache/arrow#35692, and every reader must read every part)."""
+    first = values[0] if values else None
     dtype = getattr(first, "dtype", None)
     if dtype is None or getattr(first, "ndim", 0) != 1 or dtype.kind != "f" or not first.shape[0]:
         return None
-    if not all(v is None or (type(v) is type(first) and v.dtype == dtype and v.shape == first.shape) for v in values):
+    if not all(type(v) is type(first) and v.dtype == dtype and v.shape == first.shape for v in values):
         return None
     import numpy as np
     import pyarrow as pa
 
-    d = first.shape[0]
-    flat = np.zeros((len(values), d), dtype)
-    missing = np.array([v is None for v in values])
-    for i, v in enumerate(values):
-        if v is not None:
-            flat[i] = v
-    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), d,
-                                             mask=pa.array(missing) if missing.any() else None)
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.stack(values).reshape(-1)), first.shape[0])
 
 
 def _promoted(array, as_json: bool, before, values: list):
