@@ -183,3 +183,16 @@ def test_a_clip_re_encoded_rescaled_or_cut_shorter_is_found_as_a_duplicate(tmp_p
     # the representative of the chaplin group is one of the three 3 s copies: the lowest of their ids
     full = sorted(e for e, n in name.items() if n in ("chaplin", "chaplin_crf40", "chaplin_small"))
     assert {v["cluster_id"] for v in verdicts if name[v["entity_id"]].startswith("chaplin")} == {full[0]}
+
+
+# ---- on Ray Data -------------------------------------------------------------------------------------
+def test_ray_data_finds_what_the_local_path_finds(ray_cluster):
+    pytest.importorskip("ray.data", reason="the distributed path runs on Ray Data (curate[ray])")
+    ids, vectors, lengths, truth = planted(n=200, copies=20, seed=2)
+    local = semantic_dedup(ids, vectors, lengths, n_clusters=3)
+    on_ray = semantic_dedup(ids, vectors, lengths, n_clusters=3, address="auto")  # the fixture's Ray
+    assert {r["entity_id"]: r["duplicate_of"] for r in on_ray if not r["keep"]} == truth
+    assert [r["entity_id"] for r in on_ray] == ids
+    for a, b in zip(local, on_ray):
+        assert {**a, "similarity": None} == {**b, "similarity": None}
+        assert a["similarity"] == pytest.approx(b["similarity"]) if a["similarity"] is not None else b["keep"]
