@@ -21,6 +21,7 @@ from curate.modalities.video.records import FrameRecord  # noqa: E402
 from curate.modalities.video.shots import SplitShots  # noqa: E402
 from curate.models import aesthetic, tiny_embedders  # noqa: E402
 from curate.models.embedder import ClipEmbedderModel  # noqa: E402
+from readers import assert_readers_agree  # noqa: E402
 from video_samples import REAL  # noqa: E402
 
 import curate as cu  # noqa: E402
@@ -171,11 +172,13 @@ def test_a_vector_column_is_stored_as_a_fixed_size_list(tmp_path):
     assert str(table.schema.field("embedding").type) == "fixed_size_list<element: float>[6]"
     rows = sorted(table.to_pylist(), key=lambda r: r["n"])
     assert [r["embedding"] for r in rows] == [[float(i)] * 6 for i in range(4)]
+    assert_readers_agree(tmp_path / "out", "rows", readers=("pandas", "pyarrow.dataset", "duckdb"))
     # a null row: list<float> (Arrow cannot read a null fixed-size list back from Parquet), still float32
     cu.run(pipe, [11, 12], executor="local", output_dir=str(tmp_path / "nulls"))
     table = pq.read_table(tmp_path / "nulls" / "rows")
     assert str(table.schema.field("embedding").type) == "list<element: float>"
     assert sorted((r["n"], r["embedding"]) for r in table.to_pylist()) == [(11, [11.0] * 6), (12, None)]
+    assert_readers_agree(tmp_path / "nulls", "rows", readers=("pandas", "pyarrow.dataset", "duckdb"))
 
 
 # ---- the recipe --------------------------------------------------------------------------------------
