@@ -54,7 +54,8 @@ def save_head(module, path: str | Path, embedding_model: str = "") -> Path:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(path / "head.safetensors"))
-    config = {"input_dim": int(module[0].in_features), "weights": "head.safetensors", "embedding_model": embedding_model}
+    config = {"input_dim": int(module[0].in_features), "weights": "head.safetensors",
+              "embedding_model": embedding_model}
     (path / CONFIG).write_text(json.dumps(config, indent=2))
     return path
 

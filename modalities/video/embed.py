@@ -164,7 +164,8 @@ class AestheticFilter:
     reason gives its score and the threshold."""
 
     def __init__(self, min_aesthetic: float | None = None):
-        if min_aesthetic is not None and (isinstance(min_aesthetic, bool) or not isinstance(min_aesthetic, (int, float))):
+        number = isinstance(min_aesthetic, (int, float)) and not isinstance(min_aesthetic, bool)
+        if min_aesthetic is not None and not number:
             raise ValueError(f"min_aesthetic={min_aesthetic!r}: a score (LAION's scale is 1-10, e.g. 4.5), or null "
                              "to keep every clip")
         self.min_aesthetic = min_aesthetic
