@@ -5,6 +5,8 @@ CLIP, the same clip re-encoded, rescaled or cut 0.5 s shorter is found as a dupl
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -98,11 +100,14 @@ def test_kmeans_is_seeded_and_separates_clear_clusters():
     assert CLUSTER_ROWS >= 500  # the default compares a small corpus all pairs (one cluster)
 
 
-def test_sklearn_and_numpy_kmeans_find_the_same_duplicates():
-    pytest.importorskip("sklearn", reason="scikit-learn is optional: without it the numpy k-means runs")
+def test_scikit_learn_or_numpy_kmeans_find_the_same_duplicates(monkeypatch):
     ids, vectors, lengths, truth = planted(seed=1)
-    rows = semantic_dedup(ids, vectors, lengths, n_clusters=5)
-    assert {r["entity_id"]: r["duplicate_of"] for r in rows if not r["keep"]} == truth
+    either = semantic_dedup(ids, vectors, lengths, n_clusters=5)  # scikit-learn's where installed
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # as if it were not installed: numpy's
+    monkeypatch.setitem(sys.modules, "sklearn.cluster", None)
+    numpy_only = semantic_dedup(ids, vectors, lengths, n_clusters=5)
+    for rows in (either, numpy_only):
+        assert {r["entity_id"]: r["duplicate_of"] for r in rows if not r["keep"]} == truth
 
 
 # ---- on real clips, embedded by the tiny CLIP --------------------------------------------------------
