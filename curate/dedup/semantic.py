@@ -37,7 +37,7 @@ DEFAULT_EPS = 0.07  # duplicates where cosine >= 0.93: NeMo Curator's default fo
 # then about 1000 x 1000 float32 (4 MB), and a corpus of up to 1000 clips is compared all pairs.
 CLUSTER_ROWS = 1000
 MAX_ITER = 100  # Lloyd iterations at most (sklearn's default 300 is for harder, unnormalised data)
-TOL = 1e-6  # stop when no centroid moves more than this (unit vectors: a tiny fraction of a degree)
+TOL = 1e-6  # sklearn's and Ray's passes stop when no centre moves more than this (unit vectors)
 
 
 def semantic_dedup(ids: list[str], vectors: np.ndarray, lengths: list[float], *, eps: float = DEFAULT_EPS,
@@ -130,31 +130,41 @@ def kmeans_pp(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def assign(x: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """The nearest centre of each row (squared Euclidean distance)."""
-    d2 = (x * x).sum(axis=1)[:, None] - 2 * x @ centres.T + (centres * centres).sum(axis=1)[None, :]
-    return d2.argmin(axis=1)
+    """The nearest centre of each row (squared Euclidean distance, less the row's own |x|^2,
+    which is the same for every centre)."""
+    return (-2 * x @ centres.T + (centres * centres).sum(axis=1)[None, :]).argmin(axis=1)
+
+
+def cluster_sums(x: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster, the sum of its rows (float64) and their count: one sort and one reduceat
+    (np.add.at goes row by row: far slower on a corpus)."""
+    counts = np.bincount(labels, minlength=k)
+    sums = np.zeros((k, x.shape[1]), np.float64)
+    if len(x):
+        order = np.argsort(labels, kind="stable")
+        present = np.flatnonzero(counts)
+        starts = np.concatenate([[0], np.cumsum(counts[present])[:-1]])
+        sums[present] = np.add.reduceat(x[order].astype(np.float64), starts, axis=0)
+    return sums, counts
 
 
 def lloyd_step(x: np.ndarray, centres: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """New centres: the mean of each cluster's rows (an empty cluster keeps its centre)."""
-    k, d = centres.shape
-    sums = np.zeros((k, d), np.float64)
-    np.add.at(sums, labels, x)
-    counts = np.bincount(labels, minlength=k)
+    sums, counts = cluster_sums(x, labels, len(centres))
     return np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], centres).astype(np.float32)
 
 
 def numpy_kmeans(x: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
-    """Lloyd's k-means with k-means++ seeding, in numpy: the labels of the rows of `x`."""
+    """Lloyd's k-means with k-means++ seeding, in numpy: the labels of the rows of `x`, when no
+    row changes cluster any more (or after MAX_ITER passes)."""
     centres = kmeans_pp(x, k, np.random.default_rng(seed))
     labels = assign(x, centres)
     for _ in range(MAX_ITER):
-        moved = lloyd_step(x, centres, labels)
-        shift = float(np.abs(moved - centres).max())
-        centres = moved
-        labels = assign(x, centres)
-        if shift <= TOL:
+        centres = lloyd_step(x, centres, labels)
+        moved = assign(x, centres)
+        if np.array_equal(moved, labels):
             break
+        labels = moved
     return labels.astype(np.int64)
 
 

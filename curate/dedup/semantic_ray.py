@@ -7,8 +7,8 @@ result is k rows, whatever its size) and the driver adds them up into the new ce
 centres label every row (`map_batches` again), and each cluster goes to a Ray task of its own,
 where `cluster_rows` (the local path's own) decides its duplicates. A worker holds one block or
 one cluster: its memory is bounded by the largest cluster, which `n_clusters` sets. (The rows
-come from the driver, which holds them all already, so a Ray Data shuffle to group them would
-only add a slower copy: a `groupby(label).map_groups` took 10 s for 220 rows on 2 cores.)
+come from the driver, which holds them all already, so a Ray Data shuffle to group them,
+`groupby(label).map_groups`, would only add a slower copy of what the tasks get.)
 
 A Ray this process is connected to is used; else one is joined at `address` (e.g. "auto") for
 the dedup and left after it.
@@ -20,7 +20,7 @@ import contextlib
 
 import numpy as np
 
-from curate.dedup.semantic import MAX_ITER, TOL, cluster_rows, kmeans_pp, members_by_label
+from curate.dedup.semantic import MAX_ITER, TOL, assign, cluster_rows, cluster_sums, kmeans_pp, members_by_label
 from curate.deps import require
 
 SEED_ROWS = 20_000  # rows k-means++ seeds from: a sample, so seeding stays O(sample x k) on the driver
@@ -102,21 +102,13 @@ def _matrix(column) -> np.ndarray:
     return (np.stack(column) if column.dtype == object else column).astype(np.float32, copy=False)
 
 
-def _nearest(vectors: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    d2 = -2 * vectors @ centres.T + (centres * centres).sum(axis=1)[None, :]  # + |v|^2, the same for every centre
-    return d2.argmin(axis=1)
-
-
 def _partial_sums(batch: dict, centres: np.ndarray) -> dict:
     """One block's per-cluster sums and counts: k rows."""
     vectors = _matrix(batch["vector"])
-    labels = _nearest(vectors, centres)
-    k, d = centres.shape
-    sums = np.zeros((k, d), np.float64)
-    np.add.at(sums, labels, vectors)
-    return {"label": np.arange(k), "sum": sums, "count": np.bincount(labels, minlength=k)}
+    sums, counts = cluster_sums(vectors, assign(vectors, centres), len(centres))
+    return {"label": np.arange(len(centres)), "sum": sums, "count": counts}
 
 
 def _label(batch: dict, centres: np.ndarray) -> dict:
-    batch["label"] = _nearest(_matrix(batch["vector"]), centres)
+    batch["label"] = assign(_matrix(batch["vector"]), centres)
     return batch
