@@ -181,6 +181,27 @@ def test_a_vector_column_is_stored_as_a_fixed_size_list(tmp_path):
     assert_readers_agree(tmp_path / "nulls", "rows", readers=("pandas", "pyarrow.dataset", "duckdb"))
 
 
+def _late_rows(ids: list[int]) -> list:
+    """Vectors for ids < 10, a null vector for 10-19, no vector column at all from 20 on."""
+    return [{"embedding": np.full(4, i, np.float32)} if i < 10 else {"embedding": None} if i < 20 else {"n": i}
+            for i in ids]
+
+
+@pytest.mark.parametrize("order", [[0, 1, 10, 20], [20, 0, 1], [0, 1, 20]])
+def test_parts_of_one_output_never_hold_a_null_fixed_size_list(tmp_path, order):
+    """One root a part: an earlier part's vectors and a later part's null (or missing) vector make
+    the output's column a list in every part, rewritten in the same commit, and readable."""
+    pipe = cu.Pipeline(cu.Domain("row"))
+    pipe.output("rows", pipe.source.map(cu.stage(_late_rows, batch_size=1)))
+    out = tmp_path / "out"
+    cu.run(pipe, order, executor="local", output_dir=str(out), input_batch_size=1, inflight=1,
+           sink_options={"shard_rows": 1})
+    assert len(list((out / "rows").glob("*.parquet"))) == len(order)
+    for part in (out / "rows").glob("*.parquet"):
+        assert str(pq.read_schema(part).field("embedding").type) == "list<element: float>"
+    assert_readers_agree(out, "rows", readers=("pandas", "pyarrow.dataset", "duckdb"))
+
+
 # ---- the recipe --------------------------------------------------------------------------------------
 def test_the_curated_recipe_embeds_scores_and_filters_every_clip(tiny, tmp_path, capsys):
     from curate.models.tiny_checkpoints import build_tiny_qwen25vl
