@@ -6,9 +6,9 @@
 2. k-means splits them into `n_clusters` clusters (default: one per `CLUSTER_ROWS` rows, so a
    corpus of up to that many is compared all against all): scikit-learn's `KMeans` where it is
    installed, else a numpy k-means (k-means++ seeding, Lloyd iterations), both seeded by `seed`;
-   with `address` (or a Ray this process is connected to and `address="auto"`), the same Lloyd
-   iterations on Ray Data: every pass maps the vector blocks to per-cluster sums, and the
-   clusters are then grouped (`groupby(...).map_groups`) so each worker holds one cluster;
+   with `address` (a cluster's, or "auto"; a Ray this process is connected to already is used
+   whatever it says), `curate.dedup.semantic_ray`: the Lloyd passes on Ray Data (each maps the
+   vector blocks to per-cluster sums), then one Ray task per cluster for step 3;
 3. within each cluster, the cosine of every pair; a pair at cosine >= 1 - eps is a duplicate
    pair, and the duplicate pairs connect the cluster's rows into groups (connected components:
    a chain of near-copies is one group);
