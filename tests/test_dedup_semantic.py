@@ -79,6 +79,16 @@ def test_zero_vectors_and_scale_do_not_make_duplicates():
     assert [r["keep"] for r in rows] == [True, True, False, True] and rows[2]["duplicate_of"] == "d"
 
 
+def test_pairs_are_found_block_by_block_as_all_at_once(monkeypatch):
+    from curate.dedup import semantic
+
+    x = semantic.unit(np.random.default_rng(0).normal(size=(100, 4)).astype(np.float32))
+    a, b = np.nonzero(np.triu(x @ x.T >= 0.9, k=1))
+    monkeypatch.setattr(semantic, "PAIR_ROWS", 7)  # blocks that cut the rows unevenly
+    got = sorted(semantic.duplicate_pairs(x, 0.9))
+    assert got == sorted(zip(a.tolist(), b.tolist())) and any(i // 7 != j // 7 for i, j in got)
+
+
 def test_bad_inputs_are_refused_all_at_once():
     with pytest.raises(CurateError) as err:
         semantic_dedup(["a", "a"], np.float32([[1, 0], [np.nan, 0]]), [1.0, 2.0], eps=3, n_clusters=0)

@@ -36,6 +36,7 @@ DEFAULT_EPS = 0.07  # duplicates where cosine >= 0.93: NeMo Curator's default fo
 # Rows per k-means cluster on average, when n_clusters is not given: a cluster's cosine matrix is
 # then about 1000 x 1000 float32 (4 MB), and a corpus of up to 1000 clips is compared all pairs.
 CLUSTER_ROWS = 1000
+PAIR_ROWS = 1024  # rows compared against a whole cluster at once: 1024 x 100,000 float32 is 400 MB
 MAX_ITER = 100  # Lloyd iterations at most (sklearn's default 300 is for harder, unnormalised data)
 TOL = 1e-6  # sklearn's and Ray's passes stop when no centre moves more than this (unit vectors)
 
@@ -182,13 +183,10 @@ def cluster_rows(ids: list[str], x: np.ndarray, lengths: list[float], eps: float
             i = parent[i]
         return i
 
-    if n > 1:
-        cos = x @ x.T
-        a, b = np.nonzero(np.triu(cos >= threshold, k=1))
-        for i, j in zip(a.tolist(), b.tolist()):
-            ri, rj = root(i), root(j)
-            if ri != rj:
-                parent[max(ri, rj)] = min(ri, rj)
+    for i, j in duplicate_pairs(x, threshold):
+        ri, rj = root(i), root(j)
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)
     groups: dict[int, list[int]] = {}
     for i in range(n):
         groups.setdefault(root(i), []).append(i)
@@ -198,6 +196,16 @@ def cluster_rows(ids: list[str], x: np.ndarray, lengths: list[float], eps: float
         for i in members:
             rows[i] = _row(ids[i], ids[rep], None if i == rep else float(x[i] @ x[rep]), threshold)
     return rows
+
+
+def duplicate_pairs(x: np.ndarray, threshold: float):
+    """The pairs (i, j), i < j, of rows of `x` at cosine >= threshold, `PAIR_ROWS` rows against
+    all at a time (a cluster k-means made large costs time, never a matrix of its size squared)."""
+    for start in range(0, len(x) - 1, PAIR_ROWS):
+        cos = x[start:start + PAIR_ROWS] @ x.T
+        a, b = np.nonzero(cos >= threshold)
+        later = b > a + start
+        yield from zip((a[later] + start).tolist(), b[later].tolist())
 
 
 def _row(entity: str, rep: str, similarity: float | None, threshold: float) -> dict:
