@@ -10,23 +10,19 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from curate.modalities.video.embed import AestheticFilter, ClipEmbedder, ClipEmbedding, EmbeddedClip
+from curate.modalities.video.frames import SampleFrames
+from curate.modalities.video.probe import probe
+from curate.modalities.video.records import FrameRecord
+from curate.modalities.video.shots import SplitShots
+from curate.models import aesthetic, tiny_embedders
+from curate.models.embedder import ClipEmbedderModel
+from readers import assert_readers_agree
+from video_samples import REAL
 
-pytest.importorskip("torch", reason="the clip embedder needs torch (curate[video])")
-pytest.importorskip("transformers", reason="the clip embedder loads checkpoints with transformers (curate[video])")
-
-from curate.modalities.video.embed import AestheticFilter, ClipEmbedder, ClipEmbedding, EmbeddedClip  # noqa: E402
-from curate.modalities.video.frames import SampleFrames  # noqa: E402
-from curate.modalities.video.probe import probe  # noqa: E402
-from curate.modalities.video.records import FrameRecord  # noqa: E402
-from curate.modalities.video.shots import SplitShots  # noqa: E402
-from curate.models import aesthetic, tiny_embedders  # noqa: E402
-from curate.models.embedder import ClipEmbedderModel  # noqa: E402
-from readers import assert_readers_agree  # noqa: E402
-from video_samples import REAL  # noqa: E402
-
-import curate as cu  # noqa: E402
-from curate.cli import EXIT_OK, main  # noqa: E402
-from curate.errors import CurateError  # noqa: E402
+import curate as cu
+from curate.cli import EXIT_OK, main
+from curate.errors import CurateError
 
 
 @pytest.fixture(scope="module")
