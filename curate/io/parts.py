@@ -67,6 +67,23 @@ def conform(table, schema):
     return table.select(schema.names).cast(schema).combine_chunks()
 
 
+def vector_lists(schema, known, table):
+    """`schema` with each fixed-size list column that a part would hold a null in made a list of
+    the same values: Arrow's Parquet reader cannot read a null fixed-size list back
+    (apache/arrow#35692). A part would when `table` (conformed to `schema`) holds one, or when the
+    parts written before (of schema `known`) lack the column."""
+    import pyarrow as pa
+
+    fields, changed = [], False
+    for f in schema:
+        if pa.types.is_fixed_size_list(f.type) and (
+                table.column(f.name).null_count or (known is not None and f.name not in known.names)):
+            f = pa.field(f.name, pa.list_(f.type.value_field), f.nullable, f.metadata)
+            changed = True
+        fields.append(f)
+    return pa.schema(fields, metadata=schema.metadata) if changed else schema
+
+
 def write(table, path: Path, row_group_rows: int):
     """Write `table` as a part file at `path` through a temporary name; returns the schema
     as read back (Parquet's own spelling of nested types), which later parts are compared to."""

@@ -252,12 +252,32 @@ def _column(values: list, t):
     failing the flush; values that do not fit a declared type other than text raise."""
     import pyarrow as pa
 
+    if t is None and (vectors := _vectors(values)) is not None:
+        return vectors, False
     try:
         return (pa.array(values, type=t) if t is not None else pa.array(values)), False
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
         if t is not None and not pa.types.is_string(t):
             raise
         return _json_text(values), True
+
+
+def _vectors(values: list):
+    """A column of numpy vectors as `fixed_size_list<dtype>[d]` (an embedding: readers get its
+    length from the schema, and it is stored flat), when every value is a 1-D numpy float array
+    of one length d >= 1 and one dtype; else None (inferred as any column: a column with a null
+    row becomes `list<dtype>`, because Arrow's Parquet reader cannot read a null fixed-size list
+    back, apache/arrow#35692, and every reader must read every part)."""
+    first = values[0] if values else None
+    dtype = getattr(first, "dtype", None)
+    if dtype is None or getattr(first, "ndim", 0) != 1 or dtype.kind != "f" or not first.shape[0]:
+        return None
+    if not all(type(v) is type(first) and v.dtype == dtype and v.shape == first.shape for v in values):
+        return None
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.stack(values).reshape(-1)), first.shape[0])
 
 
 def _promoted(array, as_json: bool, before, values: list):
