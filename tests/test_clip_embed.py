@@ -222,6 +222,7 @@ def test_the_curated_recipe_embeds_scores_and_filters_every_clip(tiny, tmp_path,
         assert r["embedding_model"] == "tiny-clip" and abs(np.linalg.norm(r["embedding"]) - 1) < 1e-5
         assert r["start_s"] <= r["embedding_frames"][0] <= r["embedding_frames"][-1] < r["end_s"]
         assert isinstance(r["aesthetic"], float) and isinstance(r["caption"], str)
+        assert r["words"] == len(r["caption"].split()) and "dup_line_frac" in r  # the caption's signals
     assert videos[0]["clips"] == len(clips)
     cut = sorted(r["aesthetic"] for r in clips)[1]  # the lowest-scored clip is under it
     _, filtered, videos = run(tmp_path / "filtered", f"steps.pretty.filter.init.min_aesthetic={cut}")
