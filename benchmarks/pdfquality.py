@@ -13,7 +13,8 @@
   pymupdf4llm (layout on), the sequential loop; MinerU flash on a slice (CORPUS_MINERU_PAGES: it
   runs at seconds a page here), never in --quick.
 
-Each system runs in a fresh process. Targets: curate >= pymupdf4llm in every kind and >= 60%
+The same one-shot run with the layout model's boxes-only feature set (`layout rf`) shows what
+its image CNN costs. Each system runs in a fresh process. Targets: curate >= pymupdf4llm in every kind and >= 60%
 overall; one-shot >= 1.5x pymupdf4llm's pages/s and >= 1.6x the loop's.
 
     python benchmarks/pdfquality.py [--quick] [--json PATH]
@@ -40,7 +41,9 @@ CORPUS_DOC_PAGES = 30  # pages per generated document: a paper's length
 CORPUS_MINERU_PAGES = 30  # MinerU flash reads seconds a page on 2 cores: its speed is taken on a slice
 WARM_DOCS = 2  # documents of the untimed warm-up runs (models loaded, first inference done)
 QUALITY = ("curate", "loop", "pymupdf4llm", "mineru4 flash")
-SPEED = ("curate one-shot", "curate warm session", "loop", "pymupdf4llm", "mineru4 flash")
+SPEED = ("curate one-shot", "curate one-shot, layout rf", "curate warm session", "loop", "pymupdf4llm",
+         "mineru4 flash")
+RF = ["pools.layout.init.features=rf"]  # the layout model without its image features (README, PDF -> Markdown)
 
 from common import RESULT, run_fresh  # noqa: E402
 
@@ -159,10 +162,10 @@ def quality(system: str, folder: Path) -> dict:
 
 
 # ---- speed on the generated corpus -----------------------------------------------------------
-def _recipe():
+def _recipe(overrides: list[str] = ()):
     from curate.recipe import load_recipe
 
-    return load_recipe(ROOT / "recipes" / "pdf_to_markdown.yaml", input_given=True).pipeline
+    return load_recipe(ROOT / "recipes" / "pdf_to_markdown.yaml", overrides, input_given=True).pipeline
 
 
 def _ray_init() -> None:
@@ -172,17 +175,17 @@ def _ray_init() -> None:
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
 
 
-def _speed_curate(paths: list[str], warm: list[str], session: bool) -> tuple[int, float]:
+def _speed_curate(paths: list[str], warm: list[str], session: bool, overrides: list[str] = ()) -> tuple[int, float]:
     import curate as cu
 
     _ray_init()
     if session:
         with cu.Session(executor="ray") as s:
-            s.run(_recipe(), warm)  # untimed: actors up, models loaded and run once
-            res = s.run(_recipe(), paths)
+            s.run(_recipe(overrides), warm)  # untimed: actors up, models loaded and run once
+            res = s.run(_recipe(overrides), paths)
     else:
-        cu.run(_recipe(), warm, executor="ray", progress=False)  # untimed: Ray and the OS caches warm
-        res = cu.run(_recipe(), paths, executor="ray", progress=False)  # actors start inside the timing
+        cu.run(_recipe(overrides), warm, executor="ray", progress=False)  # untimed: Ray and the OS caches warm
+        res = cu.run(_recipe(overrides), paths, executor="ray", progress=False)  # actors start inside the timing
     return sum(1 for _ in res.items("pages")), res.metrics.wall_s
 
 
@@ -200,7 +203,8 @@ def speed(system: str, folder: Path, pages: int) -> dict:
     paths = corpus(folder, pages)
     warm = paths[:WARM_DOCS]
     if system.startswith("curate"):
-        n, secs = _speed_curate(paths, warm, session=system == "curate warm session")
+        n, secs = _speed_curate(paths, warm, session=system == "curate warm session",
+                                overrides=RF if system.endswith("layout rf") else ())
     elif system == "loop":
         from pdf_compare import sequential
 
@@ -246,7 +250,7 @@ def print_tables(res: dict) -> None:
                                            for c in cells))
     print(f"\nspeed: {res['corpus_pages']} generated born-digital pages")
     for r in res["speed"]:
-        print(f"{r['system']:<22}" + (f"{r['pages']:>6} pages {r['seconds']:>8.2f} s {r['pages_per_s']:>8.2f} pages/s"
+        print(f"{r['system']:<28}" + (f"{r['pages']:>6} pages {r['seconds']:>8.2f} s {r['pages_per_s']:>8.2f} pages/s"
                                        if "pages" in r else "  FAILED"))
     for r in res["quality"] + res["speed"]:
         if "error" in r:

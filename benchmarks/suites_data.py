@@ -1,0 +1,109 @@
+"""The data-quality suites of `python -m benchmarks`: pdfquality and dedup (each a function
+returning its results and tables)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from table import HERE, Table, _fmt
+
+
+def suite_pdfquality(quick: bool) -> tuple[dict, list[Table]]:
+    """PDF -> Markdown pass rates by kind on the eval set, and pages/s on a generated corpus."""
+    out = HERE / ".pdfquality.json"
+    proc = subprocess.run([sys.executable, str(HERE / "pdfquality.py"), *(["--quick"] if quick else []),
+                           "--json", str(out)], check=False, capture_output=True, text=True)
+    if proc.returncode != 0 or not out.exists():
+        print(f"  pdfquality.py FAILED\n{proc.stderr[-2500:]}")
+        return {}, []
+    res = json.loads(out.read_text())
+    out.unlink()
+    return res, [_quality_table(res), _speed_table(res)]
+
+
+def _quality_table(res: dict) -> Table:
+    """Pass rate by kind, a column per system; the targets: curate >= pymupdf4llm per kind, >= 60%."""
+    rows = [r for r in res["quality"] if "rates" in r]
+    t = Table("PDF -> Markdown quality: pass rate by kind (tests/data/pdf_eval)" + (" (quick)" if res["quick"] else ""),
+              [("kind", 10), *((r["system"], 16) for r in rows)])
+    t.header()
+    kinds = [k for k in ("present", "absent", "order", "table", "math", "baseline", "overall")
+             if any(k in r["rates"] for r in rows)]
+    for k in kinds:
+        t.add(k, *("-" if _rate(r["rates"], k) is None else
+                   f"{_rate(r['rates'], k):.1%} ({r['rates'][k][0]}/{r['rates'][k][1]})" for r in rows))
+    by = {r["system"]: r["rates"] for r in rows}
+    cur, ref = by.get("curate"), by.get("pymupdf4llm")
+    if cur and ref:
+        worse = [k for k in kinds if k != "overall" and (_rate(cur, k) or 0) < (_rate(ref, k) or 0)]
+        t.target("kinds where curate < pymupdf4llm", len(worse), "0", not worse)
+        if worse:
+            t.notes.append(f"curate is under pymupdf4llm in: {', '.join(worse)}.")
+    if cur:
+        t.target("curate overall pass rate", _rate(cur, "overall"), ">= 0.6", (_rate(cur, "overall") or 0) >= 0.6)
+    return t
+
+
+def _rate(rates: dict, kind: str) -> float | None:
+    """passed / tests of one kind (None: no test of that kind)."""
+    passed, n = rates.get(kind, (0, 0))
+    return passed / n if n else None
+
+
+def _speed_table(res: dict) -> Table:
+    """Pages/s on the generated corpus; the targets: one-shot >= 1.5x pymupdf4llm and >= 1.6x the loop."""
+    t = Table(f"PDF -> Markdown speed: {res['corpus_pages']} generated born-digital pages",
+              [("system", 28), ("pages", 7), ("seconds", 9), ("pages/s", 9)])
+    t.header()
+    got = {}
+    for r in res["speed"]:
+        if "pages" in r:
+            got[r["system"]] = r["pages_per_s"]
+            t.add(r["system"], r["pages"], f"{r['seconds']:.2f}", f"{r['pages_per_s']:.2f}")
+    one = got.get("curate one-shot")
+    for other, goal in (("pymupdf4llm", 1.5), ("loop", 1.6)):
+        if one and got.get(other):
+            t.target(f"curate one-shot / {other} pages/s", one / got[other], f">= {goal}", one / got[other] >= goal)
+    fast = got.get("curate one-shot, layout rf")
+    if fast and got.get("pymupdf4llm"):  # not a target: the default layout is what the targets measure
+        t.notes.append(f"with layout features rf, one-shot / pymupdf4llm pages/s is {fast / got['pymupdf4llm']:.2f}")
+    if "mineru4 flash" in got:
+        t.notes.append("MinerU 4 flash's speed is taken on a slice of the corpus (benchmarks/pdfquality.py).")
+    return t
+
+
+def suite_dedup(quick: bool) -> tuple[dict, list[Table]]:
+    """MinHash dedup vs planted truth and datatrove; signature docs/s; peak RSS (benchmarks/dedup.py)."""
+    out = HERE / ".dedup.json"
+    proc = subprocess.run([sys.executable, str(HERE / "dedup.py"), *(["--quick"] if quick else []), "--json", str(out)],
+                          check=False, capture_output=True, text=True)
+    if proc.returncode != 0 or not out.exists():
+        print(f"  dedup.py FAILED\n{proc.stderr[-2500:]}")
+        return {}, []
+    res = json.loads(out.read_text())
+    out.unlink()
+    q = res["quality"]
+    t = Table(f"document dedup: {q['docs']} documents, {q['truth_pairs']} planted pairs at Jaccard >= {q['threshold']}",
+              [("system", 26), ("recall", 8), ("precision", 10), ("duplicates", 11), ("agreement", 10), ("seconds", 8)])
+    t.header()
+    for name, r in q["systems"].items():
+        agree = q.get("agreement", {}).get(name, {}).get("jaccard_of_pair_sets")
+        t.add(name, f"{r['recall']:.3f}", f"{r['precision']:.3f}", r["duplicates"], _fmt(agree, ".3f"), f"{r['seconds']:.1f}")
+    cur = q["systems"]["curate"]
+    t.target("recall at Jaccard >= 0.8", cur["recall"], ">= 0.95", cur["recall"] >= 0.95)
+    t.target("precision", cur["precision"], ">= 0.98", cur["precision"] >= 0.98)
+    if "curate" in q.get("agreement", {}):
+        a = q["agreement"]["curate"]["jaccard_of_pair_sets"]
+        t.target("pair agreement with datatrove", a, ">= 0.95", a >= 0.95)
+        on_truth = q["agreement"]["curate"].get("on_truth_pairs")
+        t.notes.append(f"agreement with datatrove on the planted pairs at Jaccard >= 0.8: {_fmt(on_truth, '.3f')}; "
+                       "datatrove keeps every band collision (no Jaccard check), so the pairs only it finds lie in "
+                       "LSH's S-curve below 0.8, where two implementations' random permutations differ")
+    sp = res["speed"]
+    t.target("signatures docs/s vs datatrove (one process each)", sp["ratio"], ">= 1.5", sp["ratio"] >= 1.5)
+    for m in res["memory"]:
+        t.notes.append(f"peak RSS, {m['docs']} short documents, {m['executor']}: driver {m.get('driver_kib', 0) / 1024:.0f} MiB"
+                       + (f", largest Ray worker {m['worker_kib'] / 1024:.0f} MiB" if "worker_kib" in m else ""))
+    return res, [t]
