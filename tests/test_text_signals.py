@@ -102,6 +102,13 @@ def test_signals_of_a_page_keep_its_language_and_its_columns():
     row = payload_fields(signed)
     assert row["route"] == "text_layer" and row["words"] == 34 and row["language"] == "fr"
     assert unwrap([signed, "other"]) == [signed.value, "other"]
+    # in Python it reads as its record with its signals (result.values("pages") gives Signed)
+    assert (signed.markdown, signed.route, signed.words, signed.language) == (PROSE, "text_layer", 34, "fr")
+    with pytest.raises(AttributeError):
+        signed.no_such_field
+    import pickle
+
+    assert pickle.loads(pickle.dumps(signed)) == signed  # crosses Ray's object store whole
 
 
 def test_signals_of_a_caption_and_a_dict_detect_the_language():

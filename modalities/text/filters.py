@@ -65,6 +65,16 @@ class Signed:
     def __curate_row__(self) -> dict:
         return {**row_of(self.value), **self.signals}
 
+    def __getattr__(self, name: str) -> Any:
+        """A signal by name, else the record's own field: in Python (`result.values(...)`) a
+        Signed reads as its record with its signals, as its row does."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        signals = object.__getattribute__(self, "signals")
+        if name in signals:
+            return signals[name]
+        return getattr(object.__getattribute__(self, "value"), name)
+
 
 def row_of(value: Any) -> dict:
     """The columns of a record as its output row would show them (its own `__curate_row__`, a
