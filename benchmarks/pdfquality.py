@@ -14,8 +14,8 @@
   runs at seconds a page here), never in --quick.
 
 The same one-shot run with the layout model's boxes-only feature set (`layout rf`) shows what
-its image CNN costs. Each system runs in a fresh process. Targets: curate >= pymupdf4llm in every kind and >= 60%
-overall; one-shot >= 1.5x pymupdf4llm's pages/s and >= 1.6x the loop's.
+its image CNN costs. Each system runs in a fresh process. Targets: curate >= pymupdf4llm in
+every kind and >= 60% overall; one-shot >= 1.5x pymupdf4llm's pages/s and >= 1.6x the loop's.
 
     python benchmarks/pdfquality.py [--quick] [--json PATH]
     python -m benchmarks run pdfquality [--quick]
