@@ -153,6 +153,19 @@ def test_pdf_extra_runs_pdf_to_markdown_with_ocr(pdf_env):
     assert shown.strip()
 
 
+def test_pdf_extra_runs_pdf_curated_then_dedups_its_documents(pdf_env):
+    """The curated PDF recipe (signals and filters) and `curate dedup` from the wheel, the pdf
+    extra alone."""
+    out = pdf_env.work / "out-curated"
+    pdf_env.curate("run", "pdf_curated", "--input", str(PDFS / "docling_2305.03393v1-pg9.pdf"), "--output", str(out),
+                   "--no-progress")
+    (doc,) = pdf_env.rows(out, "documents")
+    assert doc["status"] == "present" and doc["words"] > 50 and doc["language"] == "en"
+    pdf_env.curate("dedup", str(out), "--output", "documents", "--column", "markdown")
+    (row,) = pdf_env.rows(out, "documents_dedup")
+    assert row["entity_id"] == doc["entity_id"] and row["keep"] and row["duplicate_of"] is None
+
+
 def test_an_incomplete_install_is_named_as_such(pdf_env):
     site = Path(pdf_env.python("-c", "import curate; print(curate.__path__[0])").stdout.strip())
     render = site / "modalities" / "pdf" / "render.py"
@@ -218,6 +231,26 @@ def test_video_extra_runs_video_captions_with_the_tiny_model(video_env):
     clips = _present(video_env.rows(out, "clips"))
     assert clips and all(c["caption"] is not None and c["clip_file"] for c in clips)
     assert (out / "clips" / clips[0]["clip_file"]).is_file() or (out / clips[0]["clip_file"]).is_file()
+
+
+def test_video_extra_runs_video_curated_then_dedups_its_clips(video_env):
+    """The curated video recipe (embeddings, aesthetic score, caption signals) with tiny models,
+    then semantic dedup of its clips, from the wheel with the video extra alone."""
+    env = video_env
+    qwen, clip, head = (env.work / name for name in ("tiny-qwen-curated", "tiny-clip", "tiny-aesthetic"))
+    env.python("-m", "curate.models.tiny_checkpoints", str(qwen))
+    env.python("-m", "curate.models.tiny_embedders", str(clip))
+    env.python("-m", "curate.models.tiny_embedders", "--aesthetic", str(head))
+    out = env.work / "out-curated"
+    sets = [f"pools.captioner.init.model={qwen}", "pools.captioner.init.max_new_tokens=2",
+            "pools.captioner.init.summary_max_new_tokens=2", "steps.frames.expand.init.fps=1.0",
+            f"pools.embedder.init.model={clip}", f"pools.embedder.init.aesthetic={head}"]
+    env.curate("run", "video_curated", "--input", str(VIDEO), "--output", str(out), "--no-progress",
+               *[a for s in sets for a in ("--set", s)])
+    clips = _present(env.rows(out, "clips"))
+    assert clips and all(c["embedding"] and c["aesthetic"] is not None and c["words"] is not None for c in clips)
+    env.curate("dedup", str(out), "--output", "clips", "--embedding", "embedding")
+    assert sorted(r["entity_id"] for r in env.rows(out, "clips_dedup")) == sorted(c["entity_id"] for c in clips)
 
 
 def test_video_captions_vllm_validates_and_is_refused_up_front_without_vllm(video_env):
