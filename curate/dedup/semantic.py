@@ -172,30 +172,14 @@ def numpy_kmeans(x: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
 # ---- within one cluster --------------------------------------------------------------------------
 def cluster_rows(ids: list[str], x: np.ndarray, lengths: list[float], eps: float) -> list[dict]:
     """The dedup rows of one k-means cluster's members (their unit vectors `x`), in their order:
-    duplicate pairs at cosine >= 1 - eps, joined into groups, one representative per group."""
+    duplicate pairs at cosine >= 1 - eps, joined into groups (`clusters.components`), one
+    representative per group (`clusters.representatives`: the longest, then the lowest id)."""
+    from curate.dedup.clusters import components, representatives
+
     threshold = 1.0 - eps
-    n = len(ids)
-    parent = list(range(n))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, j in duplicate_pairs(x, threshold):
-        ri, rj = root(i), root(j)
-        if ri != rj:
-            parent[max(ri, rj)] = min(ri, rj)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(root(i), []).append(i)
-    rows: list[dict | None] = [None] * n
-    for members in groups.values():
-        rep = min(members, key=lambda i: (-float(lengths[i]), ids[i]))
-        for i in members:
-            rows[i] = _row(ids[i], ids[rep], None if i == rep else float(x[i] @ x[rep]), threshold)
-    return rows
+    pairs = np.array(list(duplicate_pairs(x, threshold)), np.int64).reshape(-1, 2)
+    rep = representatives(components(len(ids), pairs[:, 0], pairs[:, 1]), np.asarray(lengths, np.float64), ids)
+    return [_row(ids[i], ids[r], None if i == r else float(x[i] @ x[r]), threshold) for i, r in enumerate(rep.tolist())]
 
 
 def duplicate_pairs(x: np.ndarray, threshold: float):
