@@ -113,13 +113,13 @@ def _owner(bbox, boxes: list) -> int | None:
     """The box holding a line: the one containing its centre (the smallest, if nested)."""
     c = rules._center(bbox)
     inside = [k for k, (b, _) in enumerate(boxes) if rules._inside(c, b)]
-    return min(inside, key=lambda k: _area(boxes[k][0])) if inside else None
+    return min(inside, key=lambda k: rules.area(boxes[k][0])) if inside else None
 
 
 def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | None:
     kind = LAYOUT_KINDS[label]
     if kind == "figure":
-        covered = sum(_area(ln["bbox"]) for ln in lines) / max(_area(bbox), 1e-6)
+        covered = sum(rules.area(ln["bbox"]) for ln in lines) / max(rules.area(bbox), 1e-6)
         if covered < FIGURE_MAX_TEXT and any(_overlaps(bbox, g) for g in view.graphics):
             return RegionRecord(kind="figure", bbox=bbox, order=0, content="", source=SOURCE)
         kind = "text"  # a "picture" with no image or drawing in it, or filled with lines, is text
@@ -228,7 +228,7 @@ def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]
     out = []
     for block, group in by_block.items():
         texts = [ln["text"] for ln in group]
-        t = {"bbox": _union([ln["bbox"] for ln in group]), "lines": texts, "text": join_lines(texts),
+        t = {"bbox": rules.union([ln["bbox"] for ln in group]), "lines": texts, "text": join_lines(texts),
              "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
              "mono": all(ln["mono"] for ln in group),
              "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}
@@ -260,11 +260,3 @@ def table_fill(content: str) -> float:
 
 def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _union(boxes: list) -> tuple[float, float, float, float]:
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-
-
-def _area(b) -> float:
-    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)

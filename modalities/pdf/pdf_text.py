@@ -31,7 +31,7 @@ from curate.modalities.pdf.documents import (
     pymupdf,
 )
 from curate.modalities.pdf.records import PageRecord, RegionRecord
-from curate.modalities.pdf.regions import TABLE_MODES, page_regions, text_flags
+from curate.modalities.pdf.regions import TABLE_MODES, area, page_regions, text_flags
 from curate.modalities.pdf.text_quality import MIN_QUALITY, score
 from curate.modalities.pdf.textlayer import judge, route_of
 
@@ -67,8 +67,8 @@ class PdfText:
         with MUPDF_LOCK:
             page = self._page(record)
             text = page.get_text("text", flags=text_flags(self.mod))
-            area = page.cropbox.width * page.cropbox.height
-            cover = sum(_area(i["bbox"]) for i in page.get_image_info()) / area
+            page_area = page.cropbox.width * page.cropbox.height
+            cover = sum(area(i["bbox"]) for i in page.get_image_info()) / page_area
             drawings = 0 if text.strip() else len(page.get_cdrawings())
             verdict = judge(text, image_cover=min(cover, 1.0), drawings=drawings, force_ocr=self.force_ocr)
             garbage = verdict.reason.startswith("garbage")
@@ -124,8 +124,3 @@ def block_is_garbage(text: str) -> bool:
     or a shifted-cipher font (a list in a symbol font on an otherwise good page); dot leaders
     and a figure's glyphs are symbols, not garbage."""
     return score(text, symbol_floor=False)[0] < MIN_QUALITY
-
-
-def _area(bbox) -> float:
-    x0, y0, x1, y1 = bbox
-    return max(x1 - x0, 0.0) * max(y1 - y0, 0.0)

@@ -247,6 +247,16 @@ def _merge(boxes: list[tuple]) -> list[tuple]:
     return out
 
 
+def area(bbox) -> float:
+    """A box's area (x0, y0, x1, y1), 0 for an empty or inverted one."""
+    return max(bbox[2] - bbox[0], 0.0) * max(bbox[3] - bbox[1], 0.0)
+
+
+def union(boxes: list) -> tuple[float, float, float, float]:
+    """The smallest box holding every box of `boxes` (one at least)."""
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
 def _center(bbox) -> tuple[float, float]:
     return (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
 

@@ -38,7 +38,7 @@ from dataclasses import replace
 from curate.modalities.pdf.layout_regions import FIGURE_MAX_TEXT, paratext_kind, table_fill
 from curate.modalities.pdf.ocr_text import paragraph_starts, rows, split_margin
 from curate.modalities.pdf.records import PARATEXT, PageRecord, RegionRecord, RegionText, TextLine
-from curate.modalities.pdf.regions import TABLE_MIN_FILL
+from curate.modalities.pdf.regions import TABLE_MIN_FILL, area, union
 from curate.modalities.pdf.tables import table_from_boxes
 
 SOURCE = "rapidocr"
@@ -58,7 +58,7 @@ def tag(line: Box, boxes: list[dict]) -> dict | None:
     None when no box holds it."""
     cx, cy = (line[0] + line[2]) / 2, (line[1] + line[3]) / 2
     inside = [b for b in boxes if b["bbox"][0] <= cx <= b["bbox"][2] and b["bbox"][1] <= cy <= b["bbox"][3]]
-    return min(inside, key=lambda b: (round(_area(b["bbox"])), -b["score"])) if inside else None
+    return min(inside, key=lambda b: (round(area(b["bbox"])), -b["score"])) if inside else None
 
 
 def tagged(line: TextLine, boxes: list[dict]) -> TextLine:
@@ -134,14 +134,14 @@ def _group(lines: list[TextLine], entries: list[tuple[int, int, bool, bool]]) ->
     label = mine[0].label
     kind = SCAN_KINDS.get(label, "text")
     content = _text(lines, entries)
-    box = _union(boxes + ([mine[0].layout_box] if mine[0].layout_box else []))
+    box = union(boxes + ([mine[0].layout_box] if mine[0].layout_box else []))
     if kind == "table":
         cells = table_from_boxes(boxes, texts)
         if cells and table_fill(cells) >= TABLE_MIN_FILL:
             content = cells
         else:
             kind = "text"  # cells that do not confirm it: keep its text, labelled table
-    elif kind == "figure" and sum(_area(b) for b in boxes) >= FIGURE_MAX_TEXT * _area(mine[0].layout_box):
+    elif kind == "figure" and sum(area(b) for b in boxes) >= FIGURE_MAX_TEXT * area(mine[0].layout_box):
         kind = "text"  # a "figure" filled with lines is text
     return {"kind": kind, "label": label, "box": box, "content": content, "rows": len({e[1] for e in entries}),
             "margin": all(e[3] for e in entries), "score": float(statistics.fmean(ln.score for ln in mine)),
@@ -192,11 +192,3 @@ def unturn(box: Box, quarters: int, width: float, height: float) -> Box:
     if quarters == 3:
         return y0, height - x1, y1, height - x0
     return x0, y0, x1, y1
-
-
-def _union(boxes: list) -> Box:
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-
-
-def _area(b) -> float:
-    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
