@@ -142,6 +142,19 @@ def test_the_document_cache_keeps_a_few_documents_open():
         DocumentCache(size=0)
 
 
+def test_the_document_cache_reopens_a_document_after_reopen_pages_loads():
+    # MuPDF keeps what it parsed until the document closes: a long PDF's worker grew with it
+    cache = DocumentCache(size=2, reopen_pages=3)
+    (records,) = PdfPages()([str(REAL / "docling_redp5110_sampled.pdf")])
+    first = cache.get(records[0].path)
+    texts = [cache.page(records[i % len(records)]).get_text() for i in range(7)]
+    assert cache.reopened == 2 and first.is_closed  # loads 4 and 7 opened it again
+    assert texts == [cache.page(records[i % len(records)]).get_text() for i in range(7)]  # same pages
+    cache.close()
+    with pytest.raises(ValueError):
+        DocumentCache(reopen_pages=0)
+
+
 def test_a_repaired_pdf_opens_and_reads():
     (page,) = PdfPages()([str(REAL / "pdfjs_xref_missing.pdf")])[0]
     (checked,) = PdfText().check([page])

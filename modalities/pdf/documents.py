@@ -12,7 +12,11 @@ MuPDF recovers, encrypted (no password given worked), or without pages. A damage
 MuPDF repairs (a missing xref) opens as repaired and runs like any other.
 
 `DocumentCache` keeps the last few opened documents of a worker (an LRU): the pages of one
-document arrive at a worker in runs, so one open serves many pages. PyMuPDF is not
+document arrive at a worker in runs, so one open serves many pages. It reopens a document after
+`reopen_pages` page loads: MuPDF keeps what it parsed for an open document until it is closed,
+so a worker reading one long PDF would otherwise grow with every page it reads (a 3,000-page
+PDF through the layout model: docs/benchmarks.md, "Peak memory of one long PDF"); a reopen
+costs about 20 ms on that file. PyMuPDF is not
 thread-safe, and the local executor runs stages on threads of one process, so every PyMuPDF
 call of this modality holds `MUPDF_LOCK` (on Ray each worker is its own process: no contention).
 """
@@ -37,6 +41,7 @@ import curate as cu
 
 MUPDF_LOCK = threading.RLock()  # one PyMuPDF call at a time per process (see the module docstring)
 DEFAULT_CACHE_DOCS = 4  # open documents a worker keeps: pages of a few documents interleave in batches
+DEFAULT_REOPEN_PAGES = 100  # page loads after which a kept document is closed and opened again
 PDF_MAGIC = b"%PDF-"
 MAGIC_WINDOW = 1024  # PDF readers accept the header anywhere in the first KiB
 NOMINAL_SIZE_PT = (612.0, 792.0)  # US letter: the size given to a page MuPDF cannot load (it fails later)
@@ -136,13 +141,18 @@ def guarded(mod: Any, task, record: PageRecord):
 
 
 class DocumentCache:
-    """The last `size` documents this worker opened, by (path, password): an LRU."""
+    """The last `size` documents this worker opened, by (path, password): an LRU; each is
+    opened again after `reopen_pages` page loads (the module docstring says why)."""
 
-    def __init__(self, size: int = DEFAULT_CACHE_DOCS):
+    def __init__(self, size: int = DEFAULT_CACHE_DOCS, reopen_pages: int = DEFAULT_REOPEN_PAGES):
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"cache size {size!r}; give a whole number >= 1, e.g. cache_docs: 4")
-        self.size = size
+        if not isinstance(reopen_pages, int) or reopen_pages < 1:
+            raise ValueError(f"reopen_pages={reopen_pages!r}; give a whole number >= 1, e.g. 100")
+        self.size, self.reopen_pages = size, reopen_pages
         self._docs: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
+        self._loads: dict[tuple[str, str | None], int] = {}  # page loads since each kept document opened
+        self.reopened = 0  # documents closed and opened again after reopen_pages loads
 
     def get(self, path: str, password: str | None = None) -> Any:
         """The open document (opened now if it is not kept); raises InputError if it cannot be."""
@@ -152,14 +162,23 @@ class DocumentCache:
             self._docs.move_to_end(key)
             return doc
         doc, _ = open_pdf(path, () if password is None else (password,))
-        self._docs[key] = doc
+        self._docs[key], self._loads[key] = doc, 0
         while len(self._docs) > self.size:
-            self._docs.popitem(last=False)[1].close()
+            old, evicted = self._docs.popitem(last=False)
+            self._loads.pop(old, None)
+            evicted.close()
         return doc
 
     def page(self, record: PageRecord) -> Any:
-        """The pymupdf.Page of a page record; raises InputError if the page cannot be loaded."""
+        """The pymupdf.Page of a page record; raises InputError if the page cannot be loaded.
+        The page is valid until the next call (its document may be reopened then)."""
+        key = (record.path, record.password)
+        if self._loads.get(key, 0) >= self.reopen_pages:
+            self._loads.pop(key)
+            self._docs.pop(key).close()
+            self.reopened += 1
         doc = self.get(record.path, record.password)
+        self._loads[key] += 1
         try:
             return doc.load_page(record.index)
         except Exception as exc:  # noqa: BLE001 - whatever MuPDF raises, that page is damaged
@@ -167,6 +186,7 @@ class DocumentCache:
                                 f"({type(exc).__name__}: {exc}); the page is damaged: {REPAIR_FIX}") from None
 
     def close(self) -> None:
+        self._loads.clear()
         while self._docs:
             self._docs.popitem()[1].close()
 
