@@ -57,7 +57,7 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
     norms = [normalise(t) for t in texts]
     hashes = np.array([exact_hash(n) for n in norms], dtype=f"S{DIGEST_BYTES}")
     p = params and MinHashParams(**params)
-    sig = np.zeros((len(texts), p.permutations if p else 0), np.uint32)
+    sig = np.zeros((len(texts), p.permutations if p else 0), p.dtype if p else np.uint32)
     fresh = np.zeros(len(texts), bool)
     if p is not None and len(texts):
         known = ray.get(known_ref)
@@ -69,9 +69,8 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
     return pa.table({"entity_id": batch.column("entity_id"), "root_key": batch.column("root_key"),
                      "length": pa.array([len(t) if t else 0 for t in texts], pa.int64()),
                      "hash": index.hashes_to_arrow(hashes), "fresh": pa.array(fresh),
-                     "signature": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1), pa.uint32()),
-                                                                    max(sig.shape[1], 1)) if p else
-                     pa.nulls(len(texts), pa.null())})
+                     "signature": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), max(sig.shape[1], 1))
+                     if p else pa.nulls(len(texts), pa.null())})
 
 
 def scan(out, output: str, column: str, *, params: MinHashParams | None, known: np.ndarray | None) -> Corpus:
@@ -98,7 +97,7 @@ def scan(out, output: str, column: str, *, params: MinHashParams | None, known: 
         fresh = np.flatnonzero(b.column("fresh").to_numpy(zero_copy_only=False))
         new = [k for k in fresh if hashes[k:k + 1].tobytes() not in seen]
         if new:
-            sig = index.sigs_from_arrow(b.column("signature"), params.permutations)
+            sig = index.sigs_from_arrow(b.column("signature"), params.permutations, params.dtype)
             seen.update(hashes[k:k + 1].tobytes() for k in new)
             corpus.new_hashes += [hashes[k:k + 1].tobytes() for k in new]
             corpus.new_sigs.append(sig[new])
