@@ -17,7 +17,7 @@ import numpy as np
 from curate.dedup import clusters, index
 from curate.dedup.minhash import MinHashParams, band_hashes, signatures
 from curate.dedup.normalize import DIGEST_BYTES, exact_hash, normalise
-from curate.dedup.scan import PRESENT, Corpus, output_files, text_schema
+from curate.dedup.scan import PRESENT, Corpus, SeenHashes, output_files, text_schema
 from curate.deps import require
 
 SCAN_BATCH = 1024  # rows a scan task reads, normalises and signs at once
@@ -85,21 +85,20 @@ def scan(out, output: str, column: str, *, params: MinHashParams | None, known: 
     known_ref = ray.put(known if known is not None else np.zeros(0, f"S{DIGEST_BYTES}"))
     signed = ds.map_batches(_sign_batch, batch_format="pyarrow", batch_size=SCAN_BATCH, zero_copy_batch=True,
                             fn_kwargs={"column": column, "params": params and params.to_dict(), "known_ref": known_ref})
-    corpus, seen = Corpus(), set()
+    corpus, seen = Corpus(), SeenHashes()
     for b in signed.iter_batches(batch_format="pyarrow", batch_size=SCAN_BATCH):
-        corpus.entity_id += b.column("entity_id").to_pylist()
-        corpus.root_key += b.column("root_key").to_pylist()
-        corpus.length += b.column("length").to_pylist()
         hashes = index.hashes_from_arrow(b.column("hash"))
-        corpus.hashes += [hashes[k:k + 1].tobytes() for k in range(hashes.size)]
+        corpus.add(b.column("entity_id").combine_chunks(), b.column("root_key").combine_chunks(),
+                   b.column("length").to_numpy(), hashes)
         if params is None:
             continue
         fresh = np.flatnonzero(b.column("fresh").to_numpy(zero_copy_only=False))
-        new = [k for k in fresh if hashes[k:k + 1].tobytes() not in seen]
-        if new:
+        new = fresh[seen.absent(hashes[fresh])] if fresh.size else fresh
+        new = new[np.sort(np.unique(hashes[new], return_index=True)[1])]  # once, if two tasks had it
+        if new.size:
             sig = index.sigs_from_arrow(b.column("signature"), params.permutations, params.dtype)
-            seen.update(hashes[k:k + 1].tobytes() for k in new)
-            corpus.new_hashes += [hashes[k:k + 1].tobytes() for k in new]
+            seen.add(hashes[new])
+            corpus.new_hashes.append(hashes[new])
             corpus.new_sigs.append(sig[new])
     return corpus
 

@@ -197,12 +197,15 @@ def _min_into(out: np.ndarray, sh: np.ndarray, sdoc: np.ndarray, a: np.ndarray, 
         out[docs] = np.minimum(out[docs], low)
 
 
-def band_hashes(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
-    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature and b;
-    BAND_ROWS signatures at a time (the uint64 copy of a block is 8x its signatures)."""
-    out = np.empty((sig.shape[0], params.bands), np.uint64)
-    for s in range(0, sig.shape[0], BAND_ROWS):
-        out[s:s + BAND_ROWS] = _band_block(sig[s:s + BAND_ROWS], params)
+def band_hashes(sig: np.ndarray, params: MinHashParams, rows: np.ndarray | None = None) -> np.ndarray:
+    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature (of
+    sig[rows], when given) and b; BAND_ROWS signatures at a time (the uint64 copy of a block
+    is 8x its signatures), so sig[rows] is never copied whole."""
+    n = sig.shape[0] if rows is None else rows.size
+    out = np.empty((n, params.bands), np.uint64)
+    for s in range(0, n, BAND_ROWS):
+        block = sig[s:s + BAND_ROWS] if rows is None else sig[rows[s:s + BAND_ROWS]]
+        out[s:s + BAND_ROWS] = _band_block(block, params)
     return out
 
 

@@ -95,13 +95,15 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
 
         with dist.session(address):
             corpus = dist.scan(out, output, column, params=params, known=known_h)
+            signed = corpus.signed
             table, idx_table = _cluster(corpus, params, known_h, known_sig, method, threshold, dist)
     else:
         from curate.dedup.scan import scan
 
         corpus = scan(out, output, column, params=params, known=known_h)
+        signed = corpus.signed  # before the nodes' signatures take the scan's
         table, idx_table = _cluster(corpus, params, known_h, known_sig, method, threshold, None)
-    return _finish(target, method, table, idx_table, len(corpus.new_hashes), rebuilt=stale)
+    return _finish(target, method, table, idx_table, signed, rebuilt=stale)
 
 
 def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, dist):
@@ -116,7 +118,7 @@ def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, 
         # texts without shingles (none, or fewer words than a datatrove shingle) pair with nothing
         ids = np.flatnonzero((node_h != EMPTY_HASH) & (sig[:, :2] != params.empty).any(axis=1))
         if dist is None:
-            i, j = clusters.candidate_pairs(band_hashes(sig[ids], params), ids)
+            i, j = clusters.candidate_pairs(band_hashes(sig, params, ids), ids)
             i, j, _ = clusters.similar_pairs(sig, i, j, threshold)
             labels = clusters.components(node_h.size, i, j)
         else:
@@ -130,14 +132,12 @@ def _node_signatures(node_h, corpus, known_h, known_sig, params) -> np.ndarray:
     """Each node's signature: from this run's scan, else from the index."""
     sig = np.empty((node_h.size, params.permutations), params.dtype)
     have = np.zeros(node_h.size, bool)
-    if corpus.new_hashes:
-        new_h = np.array(corpus.new_hashes, dtype=f"S{DIGEST_BYTES}")
-        new_sig = np.concatenate(corpus.new_sigs)
-        corpus.new_sigs.clear()  # held once, in new_sig, until copied into the nodes' array
-        order = np.argsort(new_h)
-        pos = index.lookup(new_h[order], node_h)
-        have = pos >= 0
-        sig[have] = new_sig[order[pos[have]]]
+    while corpus.new_hashes:  # a batch's signatures at a time, each freed once in place
+        new_h, new_sig = corpus.new_hashes.pop(), corpus.new_sigs.pop()
+        pos = index.lookup(node_h, new_h)
+        sig[pos] = new_sig
+        have[pos] = True
+        del new_sig
     if known_h is not None and (~have).any():
         pos = index.lookup(known_h, node_h[~have])
         if (pos < 0).any():  # the scan signs every text the index lacks
@@ -169,9 +169,11 @@ def _changed(target: Path, table) -> int:
     old = target / PART
     if not old.exists():
         return 0
-    before = dict(zip(*pq.read_table(old, columns=["entity_id", "cluster_id"]).to_pydict().values()))
-    now = table.select(["entity_id", "cluster_id"]).to_pydict()
-    return sum(1 for e, c in zip(now["entity_id"], now["cluster_id"]) if e in before and before[e] != c)
+    import pyarrow.compute as pc
+
+    before = pq.read_table(old, columns=["entity_id", "cluster_id"]).rename_columns(["entity_id", "before"])
+    both = table.select(["entity_id", "cluster_id"]).join(before, "entity_id", join_type="inner")
+    return int(pc.sum(pc.not_equal(both.column("cluster_id"), both.column("before"))).as_py() or 0)
 
 
 def publish(target: Path, table, idx_table) -> None:
