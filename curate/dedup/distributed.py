@@ -17,7 +17,7 @@ import numpy as np
 from curate.dedup import clusters, index
 from curate.dedup.minhash import MinHashParams, band_hashes, signatures
 from curate.dedup.normalize import DIGEST_BYTES, exact_hash, normalise
-from curate.dedup.scan import PRESENT, Corpus, output_files, text_schema
+from curate.dedup.scan import PRESENT, Corpus, SeenHashes, output_files, text_schema
 from curate.deps import require
 
 SCAN_BATCH = 1024  # rows a scan task reads, normalises and signs at once
@@ -57,7 +57,7 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
     norms = [normalise(t) for t in texts]
     hashes = np.array([exact_hash(n) for n in norms], dtype=f"S{DIGEST_BYTES}")
     p = params and MinHashParams(**params)
-    sig = np.zeros((len(texts), p.permutations if p else 0), np.uint32)
+    sig = np.zeros((len(texts), p.permutations if p else 0), p.dtype if p else np.uint32)
     fresh = np.zeros(len(texts), bool)
     if p is not None and len(texts):
         known = ray.get(known_ref)
@@ -69,9 +69,8 @@ def _sign_batch(batch, column: str, params: dict | None, known_ref):
     return pa.table({"entity_id": batch.column("entity_id"), "root_key": batch.column("root_key"),
                      "length": pa.array([len(t) if t else 0 for t in texts], pa.int64()),
                      "hash": index.hashes_to_arrow(hashes), "fresh": pa.array(fresh),
-                     "signature": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1), pa.uint32()),
-                                                                    max(sig.shape[1], 1)) if p else
-                     pa.nulls(len(texts), pa.null())})
+                     "signature": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), max(sig.shape[1], 1))
+                     if p else pa.nulls(len(texts), pa.null())})
 
 
 def scan(out, output: str, column: str, *, params: MinHashParams | None, known: np.ndarray | None) -> Corpus:
@@ -86,21 +85,20 @@ def scan(out, output: str, column: str, *, params: MinHashParams | None, known: 
     known_ref = ray.put(known if known is not None else np.zeros(0, f"S{DIGEST_BYTES}"))
     signed = ds.map_batches(_sign_batch, batch_format="pyarrow", batch_size=SCAN_BATCH, zero_copy_batch=True,
                             fn_kwargs={"column": column, "params": params and params.to_dict(), "known_ref": known_ref})
-    corpus, seen = Corpus(), set()
+    corpus, seen = Corpus(), SeenHashes()
     for b in signed.iter_batches(batch_format="pyarrow", batch_size=SCAN_BATCH):
-        corpus.entity_id += b.column("entity_id").to_pylist()
-        corpus.root_key += b.column("root_key").to_pylist()
-        corpus.length += b.column("length").to_pylist()
         hashes = index.hashes_from_arrow(b.column("hash"))
-        corpus.hashes += [hashes[k:k + 1].tobytes() for k in range(hashes.size)]
+        corpus.add(b.column("entity_id").combine_chunks(), b.column("root_key").combine_chunks(),
+                   b.column("length").to_numpy(), hashes)
         if params is None:
             continue
         fresh = np.flatnonzero(b.column("fresh").to_numpy(zero_copy_only=False))
-        new = [k for k in fresh if hashes[k:k + 1].tobytes() not in seen]
-        if new:
-            sig = index.sigs_from_arrow(b.column("signature"), params.permutations)
-            seen.update(hashes[k:k + 1].tobytes() for k in new)
-            corpus.new_hashes += [hashes[k:k + 1].tobytes() for k in new]
+        new = fresh[seen.absent(hashes[fresh])] if fresh.size else fresh
+        new = new[np.sort(np.unique(hashes[new], return_index=True)[1])]  # once, if two tasks had it
+        if new.size:
+            sig = index.sigs_from_arrow(b.column("signature"), params.permutations, params.dtype)
+            seen.add(hashes[new])
+            corpus.new_hashes.append(hashes[new])
             corpus.new_sigs.append(sig[new])
     return corpus
 

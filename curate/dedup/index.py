@@ -17,6 +17,7 @@ import numpy as np
 
 from curate.dedup.minhash import MinHashParams
 from curate.dedup.normalize import DIGEST_BYTES, NORMALISATION
+from curate.errors import InputError
 
 INDEX_DIR = "_index"  # inside OUT/<output>_dedup/: a leading '_' keeps it out of the output's rows
 INDEX_FILE = "signatures.parquet"
@@ -42,34 +43,44 @@ def hashes_from_arrow(col) -> np.ndarray:
 
 
 def sigs_to_arrow(sig: np.ndarray):
-    """(n, P) uint32 signatures as an Arrow fixed_size_list<uint32>[P] array."""
+    """(n, P) uint32 (or uint64) signatures as an Arrow fixed_size_list<uint32>[P] array."""
     import pyarrow as pa
 
-    flat = pa.array(np.ascontiguousarray(sig, np.uint32).reshape(-1))
+    flat = pa.array(np.ascontiguousarray(sig).reshape(-1))
     return pa.FixedSizeListArray.from_arrays(flat, sig.shape[1])
 
 
-def sigs_from_arrow(col, p: int) -> np.ndarray:
+def sigs_from_arrow(col, p: int, dtype=np.uint32) -> np.ndarray:
     import pyarrow as pa
 
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return arr.flatten().to_numpy(zero_copy_only=False).astype(np.uint32).reshape(-1, p)
+    return arr.flatten().to_numpy(zero_copy_only=False).astype(dtype).reshape(-1, p)
 
 
 def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, bool]:
     """The index's (sorted hashes, signatures, False); empty when there is none, and empty with
-    True when it was built with other settings (its signatures are of no use then)."""
+    True when it was built with other settings (its signatures are of no use then). An index of
+    the other signature scheme (`hash`) is refused: InputError naming both ways out."""
     import pyarrow.parquet as pq
 
-    empty = np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), np.uint32)
+    empty = np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), params.dtype)
     path = dedup_dir / INDEX_DIR / INDEX_FILE
     if not path.exists():
         return (*empty, False)
     t = pq.read_table(path)
     meta = json.loads((t.schema.metadata or {}).get(_META_KEY, b"{}"))
+    if "minhash" in meta:
+        meta["minhash"].setdefault("hash", "curate")  # an index written before schemes were named
+        built = meta["minhash"]["hash"]
+        if built != params.hash:
+            raise InputError(f"the signature index {path.parent} was built with --hash {built}, and this run asks "
+                             f"for --hash {params.hash}: the two schemes' clusters differ, so one index cannot hold "
+                             f"both. Run with --hash {built} to extend it, or delete {path.parent} to compute "
+                             f"every signature again with --hash {params.hash}")
     if meta != settings(params):
         return (*empty, True)
-    return hashes_from_arrow(t.column("hash")), sigs_from_arrow(t.column("signature"), params.permutations), False
+    sig = sigs_from_arrow(t.column("signature"), params.permutations, params.dtype)
+    return hashes_from_arrow(t.column("hash")), sig, False
 
 
 def settings(params: MinHashParams) -> dict:

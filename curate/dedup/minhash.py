@@ -8,7 +8,8 @@ mix of theirs; a document with fewer tokens than that has one shingle of all of 
 an empty one none. The P = bands x rows permutations are multiply-shift hashes
 `(a * x + b) mod 2^64 >> 32` (a 2-universal family; `a` odd), evaluated on blocks of
 shingles at once and reduced to each document's minimum with `np.minimum.reduceat`: the
-signature is P uint32 values. Band b's hash is a 64-bit mix of the signature's rows
+signature is P uint32 values (`hash="curate"`, the default; `hash="datatrove"` is datatrove's
+math instead, `curate.dedup.minhash_datatrove`). Band b's hash is a 64-bit mix of the signature's rows
 b*R .. b*R+R-1; two documents are candidates when a band hash is equal.
 
 Everything is a pure function of the texts and `MinHashParams` (no process-dependent hash
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from curate.dedup.options import DEFAULT_BANDS, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE
+from curate.dedup.options import DEFAULT_BANDS, DEFAULT_HASH, DEFAULT_ROWS, DEFAULT_SEED, DEFAULT_SHINGLE, HASHES
 from curate.errors import InputError
 
 SHINGLE_BLOCK = 8192  # shingles whose P hashes are computed at once: 8192 x 112 x 8 B = 7 MiB
@@ -35,12 +36,14 @@ _BASE = 0x100000001B3  # odd multiplier of the token polynomial (FNV's 64-bit pr
 
 @dataclass(frozen=True)
 class MinHashParams:
-    """Shingle size (words), bands x rows (= permutations) and the permutations' seed."""
+    """Shingle size (words), bands x rows (= permutations), the permutations' seed, and the
+    signature scheme: curate's own (32-bit values) or datatrove's (`curate.dedup.minhash_datatrove`)."""
 
     shingle: int = DEFAULT_SHINGLE
     bands: int = DEFAULT_BANDS
     rows: int = DEFAULT_ROWS
     seed: int = DEFAULT_SEED
+    hash: str = DEFAULT_HASH
 
     def __post_init__(self):
         for name in ("shingle", "bands", "rows"):
@@ -50,10 +53,23 @@ class MinHashParams:
                                  f"{DEFAULT_SHINGLE}, bands {DEFAULT_BANDS}, rows {DEFAULT_ROWS})")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise InputError(f"MinHash seed={self.seed!r}: give a whole number >= 0")
+        if self.hash not in HASHES:
+            raise InputError(f"MinHash hash={self.hash!r}: give one of {', '.join(HASHES)} (curate's own "
+                             f"signatures, or datatrove's MinHash math for the same pairs as datatrove)")
 
     @property
     def permutations(self) -> int:
         return self.bands * self.rows
+
+    @property
+    def dtype(self):
+        """The signatures' values: uint32 (curate), uint64 (datatrove's, under 2^61)."""
+        return np.uint64 if self.hash == "datatrove" else np.uint32
+
+    @property
+    def empty(self):
+        """The value of a signature no shingle reached (a text without shingles)."""
+        return np.iinfo(self.dtype).max
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,8 +161,12 @@ def permutations(params: MinHashParams) -> tuple[np.ndarray, np.ndarray]:
 
 
 def signatures(texts: list[str], params: MinHashParams) -> np.ndarray:
-    """(len(texts), P) uint32 MinHash signatures of normalised texts; an empty text's row is
-    all EMPTY. Texts are hashed BATCH_BYTES at a time."""
+    """(len(texts), P) MinHash signatures of normalised texts (`params.dtype`); a text without
+    shingles has a row of `params.empty`. Texts are hashed BATCH_BYTES at a time."""
+    if params.hash == "datatrove":
+        from curate.dedup import minhash_datatrove
+
+        return minhash_datatrove.signatures(texts, params.shingle, params.seed, params.permutations)
     out = np.full((len(texts), params.permutations), EMPTY, dtype=np.uint32)
     a, b = permutations(params)
     i = 0
@@ -177,12 +197,15 @@ def _min_into(out: np.ndarray, sh: np.ndarray, sdoc: np.ndarray, a: np.ndarray, 
         out[docs] = np.minimum(out[docs], low)
 
 
-def band_hashes(sig: np.ndarray, params: MinHashParams) -> np.ndarray:
-    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature and b;
-    BAND_ROWS signatures at a time (the uint64 copy of a block is 8x its signatures)."""
-    out = np.empty((sig.shape[0], params.bands), np.uint64)
-    for s in range(0, sig.shape[0], BAND_ROWS):
-        out[s:s + BAND_ROWS] = _band_block(sig[s:s + BAND_ROWS], params)
+def band_hashes(sig: np.ndarray, params: MinHashParams, rows: np.ndarray | None = None) -> np.ndarray:
+    """(n, bands) uint64: band b's hash mixes rows b*R .. b*R+R-1 of each signature (of
+    sig[rows], when given) and b; BAND_ROWS signatures at a time (the uint64 copy of a block
+    is 8x its signatures), so sig[rows] is never copied whole."""
+    n = sig.shape[0] if rows is None else rows.size
+    out = np.empty((n, params.bands), np.uint64)
+    for s in range(0, n, BAND_ROWS):
+        block = sig[s:s + BAND_ROWS] if rows is None else sig[rows[s:s + BAND_ROWS]]
+        out[s:s + BAND_ROWS] = _band_block(block, params)
     return out
 
 

@@ -12,9 +12,12 @@ DEFAULT_SHINGLE = 5  # words per shingle: datatrove's and FineWeb's n-gram size
 DEFAULT_BANDS = 14  # 14 bands x 8 rows = 112 permutations, datatrove's defaults: an LSH S-curve
 DEFAULT_ROWS = 8  # threshold near (1/14)^(1/8) = 0.72, under the default Jaccard of 0.8
 DEFAULT_SEED = 1  # of the permutations: every run of one index must use the same
+HASHES = ("curate", "datatrove")  # signature schemes: curate's own, or datatrove's MinHash math
+DEFAULT_HASH = "curate"
 DEFAULT_EPS = 0.07  # semantic dedup: duplicates where cosine >= 1 - eps (NeMo Curator's default)
 # a recipe's `dedup:` entry: the keyword arguments of `curate.dedup.dedup` it may set
-ENTRY_KEYS = ("output", "column", "threshold", "method", "shingle", "bands", "rows", "seed", "embedding", "eps")
+ENTRY_KEYS = ("output", "column", "threshold", "method", "shingle", "bands", "rows", "seed", "hash", "embedding",
+              "eps")
 ENTRY_EXAMPLE = "dedup: [{output: documents, column: markdown, threshold: 0.8}]"
 
 
@@ -65,6 +68,8 @@ def check_entry(entry: Any, outputs) -> list[tuple[tuple, str]]:
         v = entry.get(k)
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "seed" else 1)):
             found.append(((k,), f"dedup: {k} {v!r}: give a whole number >= {0 if k == 'seed' else 1}"))
+    if "hash" in entry and entry["hash"] not in HASHES:
+        found.append((("hash",), f"dedup: hash {entry['hash']!r} is not one of {', '.join(HASHES)}"))
     if "output" in entry:
         args = check_args(entry["output"], entry.get("column"), entry.get("threshold", DEFAULT_THRESHOLD),
                           entry.get("method", DEFAULT_METHOD), entry.get("embedding"), entry.get("eps", DEFAULT_EPS))

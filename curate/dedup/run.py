@@ -24,8 +24,8 @@ import numpy as np
 from curate.dedup import clusters, decide, index
 from curate.dedup.minhash import MinHashParams, band_hashes
 from curate.dedup.normalize import DIGEST_BYTES, exact_hash
-from curate.dedup.options import (DEFAULT_BANDS, DEFAULT_EPS, DEFAULT_METHOD, DEFAULT_ROWS, DEFAULT_SEED,
-                                   DEFAULT_SHINGLE, DEFAULT_THRESHOLD, check_args)
+from curate.dedup.options import (DEFAULT_BANDS, DEFAULT_EPS, DEFAULT_HASH, DEFAULT_METHOD, DEFAULT_ROWS,
+                                   DEFAULT_SEED, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, HASHES, check_args)
 from curate.errors import InputError
 
 SUFFIX = "_dedup"
@@ -63,12 +63,16 @@ class DedupResult:
 
 def dedup(out: str | Path, *, output: str, column: str | None = None, threshold: float = DEFAULT_THRESHOLD,
           method: str = DEFAULT_METHOD, shingle: int = DEFAULT_SHINGLE, bands: int = DEFAULT_BANDS,
-          rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED,
+          rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED, hash: str = DEFAULT_HASH,
           executor: str = "local", address: str | None = None, embedding: str | None = None,
           eps: float = DEFAULT_EPS, n_clusters: int | None = None) -> DedupResult:
     """Deduplicate output `output` of `out` by its text `column` (exact, minhash or both), or
-    by its vector column `embedding` (semantic); writes `out/<output>_dedup/`."""
+    by its vector column `embedding` (semantic); writes `out/<output>_dedup/`. `hash`: the
+    signature scheme, curate's own or "datatrove" (`curate.dedup.minhash_datatrove`)."""
     problems = check_args(output, column, threshold, method, embedding, eps)
+    if hash not in HASHES:
+        problems.append(f"hash {hash!r} is not one of {', '.join(HASHES)} (curate's own MinHash signatures, "
+                        "or datatrove's math for the same pairs as datatrove)")
     if executor not in ("local", "ray"):
         problems.append(f"executor {executor!r}: give local or ray")
     if problems:
@@ -83,20 +87,23 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
 
         table = semantic(out, output, embedding, column, eps=eps, n_clusters=n_clusters, seed=seed, address=address)
         return _finish(target, "semantic", table, None, 0)
-    params = None if method == "exact" else MinHashParams(shingle=shingle, bands=bands, rows=rows, seed=seed)
+    params = None if method == "exact" else MinHashParams(shingle=shingle, bands=bands, rows=rows, seed=seed,
+                                                            hash=hash)
     known_h, known_sig, stale = index.load(target, params) if params else (None, None, False)
     if distributed:
         from curate.dedup import distributed as dist
 
         with dist.session(address):
             corpus = dist.scan(out, output, column, params=params, known=known_h)
+            signed = corpus.signed
             table, idx_table = _cluster(corpus, params, known_h, known_sig, method, threshold, dist)
     else:
         from curate.dedup.scan import scan
 
         corpus = scan(out, output, column, params=params, known=known_h)
+        signed = corpus.signed  # before the nodes' signatures take the scan's
         table, idx_table = _cluster(corpus, params, known_h, known_sig, method, threshold, None)
-    return _finish(target, method, table, idx_table, len(corpus.new_hashes), rebuilt=stale)
+    return _finish(target, method, table, idx_table, signed, rebuilt=stale)
 
 
 def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, dist):
@@ -108,9 +115,10 @@ def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, 
     if params is not None and node_h.size:
         sig = _node_signatures(node_h, corpus, known_h, known_sig, params)
         idx_table = index.table(node_h, sig, params)
-        ids = np.flatnonzero(node_h != EMPTY_HASH)
+        # texts without shingles (none, or fewer words than a datatrove shingle) pair with nothing
+        ids = np.flatnonzero((node_h != EMPTY_HASH) & (sig[:, :2] != params.empty).any(axis=1))
         if dist is None:
-            i, j = clusters.candidate_pairs(band_hashes(sig[ids], params), ids)
+            i, j = clusters.candidate_pairs(band_hashes(sig, params, ids), ids)
             i, j, _ = clusters.similar_pairs(sig, i, j, threshold)
             labels = clusters.components(node_h.size, i, j)
         else:
@@ -122,16 +130,14 @@ def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, 
 
 def _node_signatures(node_h, corpus, known_h, known_sig, params) -> np.ndarray:
     """Each node's signature: from this run's scan, else from the index."""
-    sig = np.empty((node_h.size, params.permutations), np.uint32)
+    sig = np.empty((node_h.size, params.permutations), params.dtype)
     have = np.zeros(node_h.size, bool)
-    if corpus.new_hashes:
-        new_h = np.array(corpus.new_hashes, dtype=f"S{DIGEST_BYTES}")
-        new_sig = np.concatenate(corpus.new_sigs)
-        corpus.new_sigs.clear()  # held once, in new_sig, until copied into the nodes' array
-        order = np.argsort(new_h)
-        pos = index.lookup(new_h[order], node_h)
-        have = pos >= 0
-        sig[have] = new_sig[order[pos[have]]]
+    while corpus.new_hashes:  # a batch's signatures at a time, each freed once in place
+        new_h, new_sig = corpus.new_hashes.pop(), corpus.new_sigs.pop()
+        pos = index.lookup(node_h, new_h)
+        sig[pos] = new_sig
+        have[pos] = True
+        del new_sig
     if known_h is not None and (~have).any():
         pos = index.lookup(known_h, node_h[~have])
         if (pos < 0).any():  # the scan signs every text the index lacks
@@ -163,9 +169,11 @@ def _changed(target: Path, table) -> int:
     old = target / PART
     if not old.exists():
         return 0
-    before = dict(zip(*pq.read_table(old, columns=["entity_id", "cluster_id"]).to_pydict().values()))
-    now = table.select(["entity_id", "cluster_id"]).to_pydict()
-    return sum(1 for e, c in zip(now["entity_id"], now["cluster_id"]) if e in before and before[e] != c)
+    import pyarrow.compute as pc
+
+    before = pq.read_table(old, columns=["entity_id", "cluster_id"]).rename_columns(["entity_id", "before"])
+    both = table.select(["entity_id", "cluster_id"]).join(before, "entity_id", join_type="inner")
+    return int(pc.sum(pc.not_equal(both.column("cluster_id"), both.column("before"))).as_py() or 0)
 
 
 def publish(target: Path, table, idx_table) -> None:

@@ -23,17 +23,68 @@ PRESENT = str(Status.PRESENT)
 
 @dataclass
 class Corpus:
-    """The rows considered (one entry each), and the signatures computed while reading them."""
+    """The rows considered, a chunk per batch read: entity ids and root keys as Arrow string
+    arrays, lengths and exact hashes as numpy arrays (bytes a row, not Python objects), and the
+    signatures computed while reading, with their texts' hashes."""
 
-    entity_id: list[str] = field(default_factory=list)
-    root_key: list[str] = field(default_factory=list)
-    length: list[int] = field(default_factory=list)
-    hashes: list[bytes] = field(default_factory=list)
-    new_hashes: list[bytes] = field(default_factory=list)
+    ids: list = field(default_factory=list)
+    roots: list = field(default_factory=list)
+    lengths: list[np.ndarray] = field(default_factory=list)
+    hashes: list[np.ndarray] = field(default_factory=list)
+    new_hashes: list[np.ndarray] = field(default_factory=list)
     new_sigs: list[np.ndarray] = field(default_factory=list)
 
+    def add(self, entity_id, root_key, length: np.ndarray, hashes: np.ndarray) -> None:
+        self.ids.append(entity_id)
+        self.roots.append(root_key)
+        self.lengths.append(np.asarray(length, np.int64))
+        self.hashes.append(np.asarray(hashes, f"S{DIGEST_BYTES}"))
+
+    @property
+    def entity_id(self):
+        return _strings(self.ids)
+
+    @property
+    def root_key(self):
+        return _strings(self.roots)
+
+    @property
+    def length(self) -> np.ndarray:
+        return np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
+
+    @property
+    def signed(self) -> int:
+        return sum(h.size for h in self.new_hashes)
+
     def hash_array(self) -> np.ndarray:
-        return np.array(self.hashes, dtype=f"S{DIGEST_BYTES}")
+        return np.concatenate(self.hashes) if self.hashes else np.zeros(0, f"S{DIGEST_BYTES}")
+
+
+def _strings(chunks):
+    import pyarrow as pa
+
+    return pa.concat_arrays([c.cast(pa.string()) for c in chunks]) if chunks else pa.array([], pa.string())
+
+
+class SeenHashes:
+    """A set of exact hashes as sorted numpy runs, merged two by two as they grow (a binary
+    counter): 16 bytes a hash, where a Python set of bytes costs about 100."""
+
+    def __init__(self):
+        self.runs: list[np.ndarray] = []
+
+    def absent(self, h: np.ndarray) -> np.ndarray:
+        """Which of the distinct hashes `h` are not in the set."""
+        out = np.ones(h.size, bool)
+        for r in self.runs:
+            out &= idx.lookup(r, h) < 0
+        return out
+
+    def add(self, h: np.ndarray) -> None:
+        self.runs.append(np.sort(h))
+        while len(self.runs) > 1 and self.runs[-1].size >= self.runs[-2].size:
+            b, a = self.runs.pop(), self.runs.pop()
+            self.runs.append(np.sort(np.concatenate([a, b])))
 
 
 def output_files(out: str | Path, output: str) -> list[str]:
@@ -90,32 +141,28 @@ def scan(out: str | Path, output: str, column: str, *, params: MinHashParams | N
     files = output_files(out, output)
     schema = text_schema(files, output, column)
     data = ds.dataset(files, format="parquet", schema=schema)
-    corpus, seen = Corpus(), set()
+    corpus, seen = Corpus(), SeenHashes()
     for batch in data.to_batches(columns=["entity_id", "root_key", column], filter=pc.field("status") == PRESENT,
                                  batch_size=batch_rows):
         texts = batch.column(column).to_pylist()
-        corpus.entity_id += batch.column("entity_id").to_pylist()
-        corpus.root_key += batch.column("root_key").to_pylist()
-        corpus.length += [len(t) if t else 0 for t in texts]
-        pending: dict[bytes, str] = {}
-        for t in texts:
-            norm = normalise(t)
-            h = exact_hash(norm)
-            corpus.hashes.append(h)
-            if params is not None and h not in seen:
-                seen.add(h)
-                pending[h] = norm
-        if pending:
-            _sign(corpus, pending, known, params)
+        norms = [normalise(t) for t in texts]
+        hashes = np.array([exact_hash(n) for n in norms], dtype=f"S{DIGEST_BYTES}")
+        corpus.add(batch.column("entity_id"), batch.column("root_key"), [len(t) if t else 0 for t in texts], hashes)
+        if params is not None and hashes.size:
+            _, first = np.unique(hashes, return_index=True)  # each distinct text of the batch once
+            first = np.sort(first)
+            first = first[seen.absent(hashes[first])]
+            if first.size:
+                seen.add(hashes[first])
+                _sign(corpus, hashes[first], [norms[k] for k in first], known, params)
     return corpus
 
 
-def _sign(corpus: Corpus, pending: dict[bytes, str], known: np.ndarray | None, params: MinHashParams) -> None:
-    """Signatures of the pending texts the index does not hold."""
-    hs = list(pending)
+def _sign(corpus: Corpus, hs: np.ndarray, norms: list[str], known: np.ndarray | None, params: MinHashParams) -> None:
+    """Signatures of the texts (of hashes `hs`) the index does not hold."""
     if known is not None and known.size:
-        absent = idx.lookup(known, np.array(hs, dtype=f"S{DIGEST_BYTES}")) < 0
-        hs = [h for h, a in zip(hs, absent) if a]
-    if hs:
-        corpus.new_hashes += hs
-        corpus.new_sigs.append(signatures([pending[h] for h in hs], params))
+        absent = idx.lookup(known, hs) < 0
+        hs, norms = hs[absent], [n for n, a in zip(norms, absent) if a]
+    if hs.size:
+        corpus.new_hashes.append(hs)
+        corpus.new_sigs.append(signatures(norms, params))
