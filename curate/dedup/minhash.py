@@ -169,17 +169,24 @@ def signatures(texts: list[str], params: MinHashParams) -> np.ndarray:
         return minhash_datatrove.signatures(texts, params.shingle, params.seed, params.permutations)
     out = np.full((len(texts), params.permutations), EMPTY, dtype=np.uint32)
     a, b = permutations(params)
-    i = 0
-    while i < len(texts):
-        j, size = i, 0
-        while j < len(texts) and (j == i or size + len(texts[j]) <= BATCH_BYTES):
-            size += len(texts[j]) + 1
-            j += 1
+    for i, j in text_batches(texts, BATCH_BYTES):
         tok, doc = token_hashes(texts[i:j])
         sh, sdoc = shingle_hashes(tok, doc, params.shingle)
         _min_into(out[i:j], sh, sdoc, a, b)
-        i = j
     return out
+
+
+def text_batches(texts: list[str], limit: int):
+    """(start, end) of consecutive runs of `texts` of at most about `limit` characters each
+    (a longer text alone in its run)."""
+    i = 0
+    while i < len(texts):
+        j, size = i, 0
+        while j < len(texts) and (j == i or size + len(texts[j]) <= limit):
+            size += len(texts[j]) + 1
+            j += 1
+        yield i, j
+        i = j
 
 
 def _min_into(out: np.ndarray, sh: np.ndarray, sdoc: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:

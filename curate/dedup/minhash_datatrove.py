@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from curate.dedup.minhash import text_batches
+
 MERSENNE = np.uint64((1 << 61) - 1)
 EMPTY64 = np.uint64(0xFFFFFFFFFFFFFFFF)  # a signature value no shingle reached: above every real one
 SHINGLE_BLOCK = 4096  # shingles whose P permuted hashes are computed at once (4096 x 112 x 8 B = 3.5 MiB)
@@ -82,15 +84,9 @@ def signatures(texts: list[str], shingle: int, seed: int, p: int) -> np.ndarray:
     shingle has a row of EMPTY64."""
     out = np.full((len(texts), p), EMPTY64, dtype=np.uint64)
     a, b = parameters(seed, p)
-    i = 0
-    while i < len(texts):
-        j, size = i, 0
-        while j < len(texts) and (j == i or size + len(texts[j]) <= BATCH_BYTES):
-            size += len(texts[j]) + 1
-            j += 1
+    for i, j in text_batches(texts, BATCH_BYTES):
         sh, sdoc = shingle_hashes(texts[i:j], shingle)
         _min_into(out[i:j], sh, sdoc, a, b)
-        i = j
     return out
 
 
