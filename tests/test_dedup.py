@@ -203,3 +203,24 @@ def test_other_minhash_settings_sign_every_text_again(planted):
     other = dedup(out, output="documents", column="markdown", shingle=3)
     assert other.rebuilt and other.signed == len({normalise(d) for d in docs})
     assert "all computed again" in other.summary()
+
+
+def test_the_index_round_trips_in_chunks(tmp_path, monkeypatch):
+    """The signature index is written and read a row group at a time: chunks of 3 rows give back
+    every hash and signature, in order, and the settings still guard it."""
+    from curate.dedup import index
+
+    monkeypatch.setattr(index, "CHUNK_ROWS", 3)
+    params = MinHashParams()
+    texts = [normalise(f"document {i} " + "word " * (i + 5)) for i in range(10)]
+    hashes = np.sort(np.array([exact_hash(t) for t in texts], dtype="S16"))
+    sig = signatures(texts, params)
+    (tmp_path / index.INDEX_DIR).mkdir()
+    index.write(tmp_path / index.INDEX_DIR / index.INDEX_FILE, hashes, sig, params)
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(tmp_path / index.INDEX_DIR / index.INDEX_FILE).metadata.num_row_groups == 4
+    got_h, got_sig, stale = index.load(tmp_path, params)
+    assert not stale and (got_h == hashes).all() and (got_sig == sig).all() and got_sig.dtype == sig.dtype
+    h2, s2, stale2 = index.load(tmp_path, MinHashParams(bands=params.bands - 1))
+    assert stale2 and h2.size == 0 and s2.shape[0] == 0

@@ -22,6 +22,7 @@ from curate.errors import InputError
 INDEX_DIR = "_index"  # inside OUT/<output>_dedup/: a leading '_' keeps it out of the output's rows
 INDEX_FILE = "signatures.parquet"
 _META_KEY = b"curate.dedup"
+CHUNK_ROWS = 16384  # index rows read or written at a time (a row group: 7 MiB of uint32 signatures)
 
 
 def hashes_to_arrow(hashes: np.ndarray):
@@ -60,15 +61,17 @@ def sigs_from_arrow(col, p: int, dtype=np.uint32) -> np.ndarray:
 def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray, bool]:
     """The index's (sorted hashes, signatures, False); empty when there is none, and empty with
     True when it was built with other settings (its signatures are of no use then). An index of
-    the other signature scheme (`hash`) is refused: InputError naming both ways out."""
+    the other signature scheme (`hash`) is refused: InputError naming both ways out. Read
+    CHUNK_ROWS rows at a time into numpy arrays (one copy of the signatures in memory)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     empty = np.zeros(0, f"S{DIGEST_BYTES}"), np.zeros((0, params.permutations), params.dtype)
     path = dedup_dir / INDEX_DIR / INDEX_FILE
     if not path.exists():
         return (*empty, False)
-    t = pq.read_table(path)
-    meta = json.loads((t.schema.metadata or {}).get(_META_KEY, b"{}"))
+    pf = pq.ParquetFile(path)
+    meta = json.loads((pf.schema_arrow.metadata or {}).get(_META_KEY, b"{}"))
     if "minhash" in meta:
         meta["minhash"].setdefault("hash", "curate")  # an index written before schemes were named
         built = meta["minhash"]["hash"]
@@ -79,8 +82,16 @@ def load(dedup_dir: Path, params: MinHashParams) -> tuple[np.ndarray, np.ndarray
                              f"every signature again with --hash {params.hash}")
     if meta != settings(params):
         return (*empty, True)
-    sig = sigs_from_arrow(t.column("signature"), params.permutations, params.dtype)
-    return hashes_from_arrow(t.column("hash")), sig, False
+    n = pf.metadata.num_rows
+    hashes, sig, at = np.empty(n, f"S{DIGEST_BYTES}"), np.empty((n, params.permutations), params.dtype), 0
+    for batch in pf.iter_batches(batch_size=CHUNK_ROWS):
+        k = batch.num_rows
+        hashes[at:at + k] = hashes_from_arrow(batch.column("hash"))
+        sig[at:at + k] = sigs_from_arrow(batch.column("signature"), params.permutations, params.dtype)
+        at += k
+        del batch
+        pa.default_memory_pool().release_unused()
+    return hashes, sig, False
 
 
 def settings(params: MinHashParams) -> dict:
@@ -88,12 +99,20 @@ def settings(params: MinHashParams) -> dict:
     return {"minhash": params.to_dict(), "normalisation": NORMALISATION}
 
 
-def table(hashes: np.ndarray, sig: np.ndarray, params: MinHashParams):
-    """The index as an Arrow table (hashes sorted), its settings in the schema's metadata."""
+def write(path: Path, hashes: np.ndarray, sig: np.ndarray, params: MinHashParams) -> None:
+    """Write the index (hashes sorted) to `path`, CHUNK_ROWS rows at a time, its settings in
+    the schema's metadata."""
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    t = pa.table({"hash": hashes_to_arrow(hashes), "signature": sigs_to_arrow(sig)})
-    return t.replace_schema_metadata({_META_KEY: json.dumps(settings(params), sort_keys=True).encode()})
+    schema = pa.schema([("hash", pa.binary(DIGEST_BYTES)), ("signature", pa.list_(pa.from_numpy_dtype(sig.dtype),
+                                                                                   sig.shape[1]))],
+                       metadata={_META_KEY: json.dumps(settings(params), sort_keys=True).encode()})
+    with pq.ParquetWriter(path, schema, use_dictionary=False) as w:  # random values: a dictionary only costs
+        for at in range(0, len(hashes), CHUNK_ROWS):
+            w.write_table(pa.table({"hash": hashes_to_arrow(hashes[at:at + CHUNK_ROWS]),
+                                    "signature": sigs_to_arrow(sig[at:at + CHUNK_ROWS])}, schema=schema))
+    pa.default_memory_pool().release_unused()
 
 
 def lookup(index_hashes: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -114,7 +114,7 @@ def _cluster(corpus, params, known_h, known_sig, method: str, threshold: float, 
     labels = np.arange(node_h.size, dtype=np.int64)
     if params is not None and node_h.size:
         sig = _node_signatures(node_h, corpus, known_h, known_sig, params)
-        idx_table = index.table(node_h, sig, params)
+        idx_table = (node_h, sig, params)  # written by publish
         # texts without shingles (none, or fewer words than a datatrove shingle) pair with nothing
         ids = np.flatnonzero((node_h != EMPTY_HASH) & (sig[:, :2] != params.empty).any(axis=1))
         if dist is None:
@@ -185,9 +185,9 @@ def publish(target: Path, table, idx_table) -> None:
     tmp = target.with_name(f".{target.name}.tmp-{tag}")
     tmp.mkdir(parents=True)
     pq.write_table(table, tmp / PART)
-    if idx_table is not None:
+    if idx_table is not None:  # (sorted hashes, signatures, params)
         (tmp / index.INDEX_DIR).mkdir()
-        pq.write_table(idx_table, tmp / index.INDEX_DIR / index.INDEX_FILE)
+        index.write(tmp / index.INDEX_DIR / index.INDEX_FILE, *idx_table)
     elif (target / index.INDEX_DIR).is_dir():  # an exact-only run keeps the signatures of a MinHash one
         shutil.copytree(target / index.INDEX_DIR, tmp / index.INDEX_DIR)
     old = target.with_name(f".{target.name}.old-{tag}")
