@@ -175,7 +175,9 @@ def test_on_ray_two_long_items_run_on_two_workers():
             return [x + 1 for x in xs]
 
     pipe = cu.Pipeline(Doc)
-    pipe.output("long", pipe.source.map(cu.stage(Long, name="long", batch_size=1, replicas=2, num_cpus=0.1)))
+    # no retries: a call that timed out at the barrier and passed on its retry (the second item
+    # queued behind the first on one worker) would hide the fault
+    pipe.output("long", pipe.source.map(cu.stage(Long, name="long", batch_size=1, replicas=2, num_cpus=0.1, retries=0)))
     res = cu.run(pipe, [1, 2], executor="ray")
     assert res.values("long") == [2, 3]  # neither item failed at its barrier
     assert len(workers(res, "long")) == 2

@@ -189,12 +189,13 @@ class RayRun(ExecutorRun):
     def pick(self, g: ActorPool, r: ActorReplica) -> int | None:
         """Downstream-first Call with ready grains; a busy actor only takes full batches, so
         pipelining never trades batch fill for latency, and none of a Call not measured yet
-        while its pool may still grow: that work waits for the pool's next replica (`Ramp`)."""
+        while its pool may still grow or has a replica starting: that work waits for the
+        pool's next replica (`Ramp`), not behind a call whose length nobody knows yet."""
         busy = len(r.flight) > 0
+        coming = busy and (self.ramp.can_grow(g) or any(not w.answers() for w in g.workers[:self.ramp.wanted[g.index]]))
         for c in g.calls:
             n = self.sched.ready(c, idle=not busy)
-            if n and (not busy or (n >= self.plan.calls[c].batch_size
-                                   and (c in self.cost.seconds or not self.ramp.can_grow(g)))):
+            if n and (not busy or (n >= self.plan.calls[c].batch_size and (c in self.cost.seconds or not coming))):
                 return c
         return None
 
