@@ -153,7 +153,8 @@ def test_on_ray_a_near_free_pool_stays_at_one_worker_and_a_busy_one_grows_to_all
             return slow(xs)
 
     pipe = cu.Pipeline(Doc)
-    pipe.output("slow", pipe.source.map(cu.stage(Slow, name="slow", batch_size=1, replicas=3, num_cpus=0.1)))
+    pipe.output("slow", pipe.source.map(cu.stage(Slow, name="slow", batch_size=1, replicas=3, num_cpus=0.1,
+                                                             retries=0)))  # a retry would hide a timed-out call
     res = cu.run(pipe, range(12), executor="ray")
     assert res.values("slow") == list(range(1, 13))  # no call failed at the barrier
     assert len(workers(res, "slow")) == 3

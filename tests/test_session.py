@@ -121,7 +121,7 @@ def test_every_worker_of_a_session_loads_its_model_in_the_first_run(ray_recorder
     from recorders import ray_barrier
 
     pipe = cu.Pipeline(Doc)
-    pipe.output("a", pipe.source.map(cu.stage(Meeting, name="A", batch_size=4, replicas=3, init={
+    pipe.output("a", pipe.source.map(cu.stage(Meeting, name="A", batch_size=4, replicas=3, retries=0, init={
         "tag": "a", "recorder": ray_recorder, "barrier": ray_barrier(2)})))
     with cu.Session(executor="ray") as s:
         s.run(pipe, [0])  # one batch: one replica gets work
