@@ -111,12 +111,13 @@ class FlakyProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 self.send_response(resp.status)
+                head = self.command == "HEAD"  # its Content-Length is the object's size, not of a body
                 for k, v in resp.getheaders():
                     if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", resp.getheader("Content-Length", "0") if head else str(len(data)))
                 self.end_headers()
-                if self.command != "HEAD":
+                if not head:
                     self.wfile.write(data)
                 conn.close()
 
