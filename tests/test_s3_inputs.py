@@ -227,6 +227,38 @@ def test_video_captions_from_s3_gives_the_clips_and_files_of_local_disk(store, t
         assert (runs["s3"] / "clips" / a["clip_file"]).read_bytes() == (runs["disk"] / "clips" / b["clip_file"]).read_bytes()
 
 
+def test_url_inputs_expand_like_local_ones_and_are_keyed_without_reading_an_object(store, monkeypatch,
+                                                                                   s3_endpoint):  # noqa: F811
+    import s3fs
+
+    from curate.errors import RootKeyError
+    from curate.io.files import check_resume, expand
+
+    bucket, client = store
+    body = (PDFS / "small_tiny.pdf").read_bytes()
+    for key in ["tree/a.pdf", "tree/sub/b.PDF", "tree/sub/.hidden.pdf", "tree/.git/c.pdf", "tree/notes.txt"]:
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    client.put_object(Bucket=bucket, Key="tree/folder/", Body=b"")  # a "folder" marker object
+    proxy = FlakyProxy(s3_endpoint, lambda method, path: False)  # only watches what the driver asks
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+    s3fs.S3FileSystem.clear_instance_cache()
+    try:
+        url = f"s3://{bucket}/tree"
+        files = expand([f"{url}/**/*.pdf", f"{url}/sub/", f"{url}/notes.txt"], extensions=[".pdf"])
+    finally:
+        proxy.close()
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert [(g.kind, g.root, len(g.paths)) for g in files.groups] == [("glob", url, 1), ("directory", f"{url}/sub", 1),
+                                                                      ("file", url, 1)]
+    keys = [files.key(p) for p in files]
+    assert [k.split("@")[0] for k in keys] == ["a.pdf", "b.PDF", "notes.txt"]  # hidden names and markers skipped
+    assert len({k.split("@")[1] for k in keys}) == 1  # the same bytes, single-part: the same ETag and size
+    assert proxy.seen and not [p for m, p in proxy.seen if m == "GET" and "list-type" not in p]  # no object read
+    assert files.describe()[0]["absolute"] == f"{url}/**/*.pdf"
+    with pytest.raises(RootKeyError, match="would process 3 file"):  # their bytes committed under another root
+        check_resume(files, files.key, {"elsewhere/a.pdf@" + keys[0].split("@")[1]}, [])
+
+
 # ---- the node-local cache, as units ------------------------------------------------------------------
 def test_eviction_deletes_the_least_recently_used_copies_past_the_bound(tmp_path):
     for i, name in enumerate(["old", "mid", "new", "kept-old"]):

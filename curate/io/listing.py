@@ -25,7 +25,7 @@ from curate.io import remote
 from curate.io.sources import KEY_HASH_CHARS, MISSING, SourceError
 
 WILDCARDS = "*?["
-FINGERPRINTS = ("ETag", "etag", "md5Hash", "crc32c")  # the first a listing gives names the content
+FINGERPRINTS = ("ETag", "md5Hash", "etag", "crc32c")  # the first a listing gives names the content (S3, gcs)
 CHANGED = ("LastModified", "mtime", "updated")  # else when it was last written (with the size)
 
 
@@ -70,8 +70,8 @@ def object_digest(url: str) -> str:
     for a URL named in a list (`paths:`), which fails its own input when it is read."""
     fs, path = remote.filesystem(url)
     try:
-        info = _ask(url, lambda: fs.info(path))
-    except (FileNotFoundError, PermissionError):
+        info = _ask(url, lambda: fs.info(path), passed=(FileNotFoundError, PermissionError))
+    except (FileNotFoundError, PermissionError):  # the stage that reads it says why, naming the URL
         return MISSING
     return MISSING if info.get("type") == "directory" else digest(info)
 
@@ -102,12 +102,13 @@ def _found(spec: str, fn) -> dict:
         return {}
 
 
-def _ask(spec: str, fn):
+def _ask(spec: str, fn, passed: tuple = (FileNotFoundError,)):
     """`fn()` retried on transient errors; a store that still does not answer, or refuses, is a
-    StorageError naming the input, the store's error and where the endpoint comes from."""
+    StorageError naming the input, the store's error and where the endpoint comes from (the
+    errors in `passed` are raised as they are)."""
     try:
         return remote.retried(f"listing {spec}", fn)
-    except FileNotFoundError:
+    except passed:
         raise
     except PermissionError as exc:
         raise remote.StorageError(f"input {spec!r}: the store refused to list it ({remote.describe(exc)}); give "

@@ -185,7 +185,7 @@ def open_pdf(path: str, passwords: tuple[str, ...] = ()) -> tuple[int, str | Non
     name = Path(path).name
     try:
         local = cu.local_copy(path)  # a URL: this node's copy of the object
-    except cu.CurateError as exc:
+    except cu.InputError as exc:  # a missing object, a refused read: this input fails alone
         return cu.ItemFailure(exc)
     if not Path(local).is_file():
         return _bad(f"{path}: no such file; check the path (or the --input glob)")
