@@ -134,6 +134,29 @@ def test_a_missing_object_in_paths_or_deleted_after_listing_is_one_failed_row(st
     assert f"s3://{bucket}/later/doomed.pdf: no such object" in rows[0].cause.message
 
 
+def _sizes(urls: list) -> list:
+    """A user's own stage: it opens each input through `cu.local_copy`, as the bundled ones do."""
+    import curate as cu
+
+    return [os.path.getsize(cu.local_copy(u)) for u in urls]
+
+
+def test_the_python_api_keys_a_list_of_urls_by_etag_and_a_stage_reads_them(store, cache):
+    import curate as cu
+
+    bucket, _ = store
+    pipe = cu.Pipeline(cu.Domain("object"))
+    pipe.output("sizes", pipe.source.map(_sizes))
+    urls = [f"s3://{bucket}/pdfs/small_tiny.pdf", f"s3://{bucket}/pdfs/no_such.pdf"]
+    res = cu.run(pipe, urls, executor="local")
+    keys = res.root_keys()  # the default key of a URL: its name and the store's fingerprint (one HEAD)
+    assert keys[0].startswith("small_tiny.pdf@") and len(keys[0].split("@")[1]) == 16
+    assert keys[1] == "no_such.pdf@missing"
+    ok, bad = res.items("sizes")
+    assert ok.value == (PDFS / "small_tiny.pdf").stat().st_size
+    assert bad.status.name == "FAILED" and bad.cause.kind == "input" and urls[1] in bad.cause.message
+
+
 def test_a_503_past_the_clients_own_retries_is_retried_and_the_row_is_present(store, tmp_path, cache, monkeypatch,
                                                                               s3_endpoint):  # noqa: F811
     import s3fs
