@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import OrderedDict
 
 from curate.errors import InputError, TransientError
 from curate.io import remote
@@ -36,7 +37,8 @@ PART = ".part-"  # in a temporary download's name: never counted or evicted as a
 STALE_PART_S = 3600.0  # a temporary download this old was left by a killed worker: deleted
 NAME_HASH_CHARS = 32  # of the sha256 naming a copy: collisions are negligible
 
-_known: dict[tuple[str, str], str] = {}  # (cache dir, URL) -> its copy: one store lookup per object per worker
+MEMO_ENTRIES = 4096  # copies a worker remembers (one store lookup each): its inputs in flight, many times over
+_known: OrderedDict[tuple[str, str], str] = OrderedDict()  # (cache dir, URL) -> its copy, least recent first
 _lock = threading.Lock()
 
 
@@ -68,12 +70,18 @@ def local_copy(path: str) -> str:
     if not remote.is_url(path):
         return path
     known = (cache_dir(create=False), path)
-    local = _known.get(known)
+    with _lock:
+        local = _known.get(known)
+        if local is not None:
+            _known.move_to_end(known)
     if local is not None and _touch(local):
         return local
     local = _fetch(path)
     with _lock:
         _known[known] = local
+        _known.move_to_end(known)
+        while len(_known) > MEMO_ENTRIES:
+            _known.popitem(last=False)
     return local
 
 
