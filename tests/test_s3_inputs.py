@@ -299,6 +299,20 @@ def test_eviction_deletes_the_least_recently_used_copies_past_the_bound(tmp_path
     assert objects.evict(str(tmp_path), bound=200) == []  # within the bound now
 
 
+def test_a_cache_over_its_bound_keeps_the_newest_copy_and_downloads_an_evicted_one_again(store, cache,
+                                                                                          monkeypatch):
+    bucket, _ = store
+    monkeypatch.setenv(objects.CACHE_BYTES_ENV, str(VIDEO.stat().st_size))  # room for the video alone
+    video, pdf = f"s3://{bucket}/videos/{VIDEO.name}", f"s3://{bucket}/pdfs/{PDF_NAMES[0]}"
+    first = objects.local_copy(video)
+    os.utime(first, (1000, 1000))  # used long ago (whatever the file system's clock resolution)
+    second = objects.local_copy(pdf)  # over the bound: the video, least recently used, goes
+    assert [p.name for p in cache.iterdir()] == [Path(second).name]
+    again = objects.local_copy(video)  # this worker remembered it, finds it gone, downloads it again
+    assert again == first and Path(again).read_bytes() == VIDEO.read_bytes()
+    assert [p.name for p in cache.iterdir()] == [Path(again).name]  # and the PDF made room for it
+
+
 def test_a_racing_download_never_shows_a_partial_file_and_both_end_whole(tmp_path):
     final = tmp_path / "copy.pdf"
     seen = []
