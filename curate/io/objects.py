@@ -87,11 +87,7 @@ def local_copy(path: str) -> str:
 
 def _touch(local: str) -> bool:
     """Mark a copy as just used; False if it is gone (evicted by another worker)."""
-    try:
-        os.utime(local)
-        return True
-    except FileNotFoundError:
-        return False
+    return _if_there(os.utime, local)
 
 
 def _fetch(url: str) -> str:
@@ -188,8 +184,13 @@ def _entries(directory: str) -> list:
 
 
 def _remove(path: str) -> bool:
+    return _if_there(os.remove, path)
+
+
+def _if_there(op, path: str) -> bool:
+    """`op(path)`; False if there is no such file (another worker deleted it first)."""
     try:
-        os.remove(path)
+        op(path)
         return True
     except FileNotFoundError:
         return False
