@@ -28,6 +28,9 @@ Suites (default: all, in this order):
   dedup        MinHash/LSH document dedup vs planted near-duplicates and datatrove's MinHash
                dedup on the same corpus and parameters; signature docs/s; peak RSS at 100,000
                short documents (benchmarks/dedup.py)
+  objectstore  the shared PDF corpus read from a local S3 server (moto) through s3fs,
+               pyarrow.fs and curate's node-local cache vs local disk, and pdf_to_markdown's
+               pages/s from S3 vs from disk (benchmarks/objectstore.py)
 
 `--quick` shrinks every suite (the longtail one to one shape of 1,200 pages). Results go to
 DIR (default benchmarks/results/<UTC time>): <suite>.json, <suite>.png, <suite>.md, and
@@ -49,13 +52,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from plots import plot  # noqa: E402
-from suites_data import suite_dedup, suite_pdfquality  # noqa: E402
+from suites_data import suite_dedup, suite_objectstore, suite_pdfquality  # noqa: E402
 from suites_engine import (suite_ablation, suite_longtail, suite_overhead, suite_realwork,  # noqa: E402
                            suite_simulation, suite_suppression)
 
 SUITES = {"longtail": suite_longtail, "ablation": suite_ablation, "suppression": suite_suppression,
           "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation,
-          "pdfquality": suite_pdfquality, "dedup": suite_dedup}
+          "pdfquality": suite_pdfquality, "dedup": suite_dedup, "objectstore": suite_objectstore}
 
 
 def machine() -> str:

@@ -1,5 +1,5 @@
-"""The data-quality suites of `python -m benchmarks`: pdfquality and dedup (each a function
-returning its results and tables)."""
+"""The data-quality suites of `python -m benchmarks`: pdfquality, dedup and objectstore (each a
+function returning its results and tables)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,31 @@ import sys
 from table import HERE, Table, _fmt
 
 
-def suite_pdfquality(quick: bool) -> tuple[dict, list[Table]]:
-    """PDF -> Markdown pass rates by kind on the eval set, and pages/s on a generated corpus."""
-    out = HERE / ".pdfquality.json"
-    proc = subprocess.run([sys.executable, str(HERE / "pdfquality.py"), *(["--quick"] if quick else []),
-                           "--json", str(out)], check=False, capture_output=True, text=True)
+def _script(script: str, quick: bool) -> dict | None:
+    """What `python benchmarks/SCRIPT [--quick] --json PATH` wrote, or None (it failed: said so)."""
+    out = HERE / f".{script.removesuffix('.py')}.json"
+    proc = subprocess.run([sys.executable, str(HERE / script), *(["--quick"] if quick else []), "--json", str(out)],
+                          check=False, capture_output=True, text=True)
     if proc.returncode != 0 or not out.exists():
-        print(f"  pdfquality.py FAILED\n{proc.stderr[-2500:]}")
-        return {}, []
+        print(f"  {script} FAILED\n{proc.stderr[-2500:]}")
+        return None
     res = json.loads(out.read_text())
     out.unlink()
-    return res, [_quality_table(res), _speed_table(res)]
+    return res
+
+
+def suite_pdfquality(quick: bool) -> tuple[dict, list[Table]]:
+    """PDF -> Markdown pass rates by kind on the eval set, and pages/s on a generated corpus."""
+    res = _script("pdfquality.py", quick)
+    return (res, [_quality_table(res), _speed_table(res)]) if res else ({}, [])
+
+
+def suite_objectstore(quick: bool) -> tuple[dict, list[Table]]:
+    """The PDF corpus read from a local S3 server (s3fs, pyarrow.fs, local_copy) vs disk; the job's pages/s."""
+    import objectstore
+
+    res = _script("objectstore.py", quick)
+    return (res, objectstore.tables(res)) if res else ({}, [])
 
 
 def _quality_table(res: dict) -> Table:
@@ -76,15 +90,8 @@ def _speed_table(res: dict) -> Table:
 
 def suite_dedup(quick: bool) -> tuple[dict, list[Table]]:
     """MinHash dedup vs planted truth and datatrove; signature docs/s; peak RSS (benchmarks/dedup.py)."""
-    out = HERE / ".dedup.json"
-    proc = subprocess.run([sys.executable, str(HERE / "dedup.py"), *(["--quick"] if quick else []), "--json", str(out)],
-                          check=False, capture_output=True, text=True)
-    if proc.returncode != 0 or not out.exists():
-        print(f"  dedup.py FAILED\n{proc.stderr[-2500:]}")
-        return {}, []
-    res = json.loads(out.read_text())
-    out.unlink()
-    return res, [dedup_table(res)]
+    res = _script("dedup.py", quick)
+    return (res, [dedup_table(res)]) if res else ({}, [])
 
 
 def dedup_table(res: dict) -> Table:

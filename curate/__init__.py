@@ -17,6 +17,7 @@ from curate.errors import (
                            UserCodeError,
                            WorkerDied,
 )
+from curate.io.objects import local_copy
 from curate.io.rows import PayloadError
 from curate.metrics import RunMetrics
 from curate.pipeline import Domain, Pipeline, Pool, Port, Stage, stage, zip
@@ -29,5 +30,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Cause", "ClusterLostError", "CurateError", "Domain", "EngineError", "GroupFailure", "InputError", "Issue", "Item",
     "ItemFailure", "PayloadError", "Pipeline", "PlanError", "Pool", "Port", "Resources", "RootKeyError", "RunMetrics", "RunResult", "Session", "Stage",
-    "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "run", "stage", "zip",
+    "Status", "TransientError", "UserCodeError", "WorkerDied", "compile_plan", "local_copy", "run", "stage",
+    "zip",
 ]

@@ -85,8 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a recipe into an output directory")
     r.add_argument("recipe", help=recipe_help)
     r.add_argument("--input", action="append", default=[],
-                   help="input file, glob or directory (repeatable; a directory: its files with the recipe's "
-                        "extensions, recursively); replaces the recipe's input (needed if it has none)")
+                   help="input file, glob or directory, or their URLs (s3://bucket/pdfs/*.pdf, s3://bucket/pdfs/) "
+                        "(repeatable; a directory: its files with the recipe's extensions, recursively); replaces "
+                        "the recipe's input (needed if it has none)")
     r.add_argument("--output", help="output directory (default: the recipe's run.output_dir)")
     r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")

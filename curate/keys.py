@@ -5,6 +5,8 @@ under the same indices is refused instead of skipping or mixing them.
 - a str or os.PathLike naming an existing regular file: `name@<16 hex of its sha256>`
   (`sources.path_key` relative to the file's parent), so inserting or reordering files keeps
   every file's key;
+- an object's URL (`s3://b/pdfs/a.pdf`): `name@<16 hex of the store's ETag and size>`, asked
+  of the store (one HEAD; `curate.io.listing`), never read;
 - bytes (or a bytearray): `bytes@<16 hex of their sha256>`;
 - anything else: the input index as text, with a 64-bit digest of the value (its pickle, or
   its repr where it does not pickle) kept in the commit record of its root.
@@ -22,6 +24,7 @@ from array import array
 from typing import Any, Callable
 
 from curate.errors import RootKeyError
+from curate.io.remote import is_url
 
 BYTES_KEY = "bytes"  # the name part of a bytes input's key
 PICKLE_PROTOCOL = 4  # a fixed protocol: the same value gives the same digest on every Python 3.8+
@@ -34,8 +37,8 @@ def content_key(value: Any) -> str | None:
 
     if isinstance(value, (bytes, bytearray)):
         return f"{BYTES_KEY}@{hashlib.sha256(value).hexdigest()[:sources.KEY_HASH_CHARS]}"
-    if _is_file(value):
-        return sources.path_key(value, os.path.dirname(os.path.abspath(value)))
+    if _is_file(value) or is_url(value):  # an object's URL: keyed by the store's fingerprint of it
+        return sources.path_key(value, sources.parent_dir(os.fspath(value)))
     return None
 
 
@@ -102,7 +105,8 @@ class IndexDigests:
     def check_all(self, inputs) -> None:
         """Before a resume starts: `check` every index-keyed input of a list."""
         for i, v in enumerate(inputs):
-            if i < len(self._at) and self._at[i] and not isinstance(v, (bytes, bytearray)) and not _is_file(v):
+            keyed_by_content = isinstance(v, (bytes, bytearray)) or _is_file(v) or is_url(v)
+            if i < len(self._at) and self._at[i] and not keyed_by_content:
                 self.check(i, v, value_digest(v))
 
     def check(self, index: int, value: Any, digest: int) -> None:

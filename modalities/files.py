@@ -6,6 +6,10 @@ loop (x.pdf -> y.pdf -> x.pdf: `os.path.exists` just says False, so "no such fil
 the user looking for a file that is there), a directory, a named pipe or a device (opening a
 FIFO blocks until something writes to it: the stage would hang), unreadable, or empty. Only
 `os.stat` and `os.readlink` are used before the verdict, so no check can block.
+
+An input given as a URL (`s3://b/k.pdf`) is checked on this node's copy of the object
+(`cu.local_copy`: downloaded on first use, an InputError naming the URL if it cannot be read);
+the stages then open `cu.local_copy(path)`, and every message names the URL.
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ MAX_LINK_HOPS = 8  # links followed to show a loop (the OS gives up at 40)
 def check_file(path: str, kind: str, name_glob: str) -> os.stat_result:
     """The `os.stat` of `path` if it is a regular, non-empty file; else an InputError naming it.
     `kind` is what the file should be ("PDF", "video"), `name_glob` how such files are named
-    ("*.pdf"), for the fix of a directory."""
+    ("*.pdf"), for the fix of a directory. A URL: the stat of its local copy."""
+    local = cu.local_copy(path)
+    if local != path:  # an object of a store: a regular file once copied; it can only be empty
+        st = os.stat(local)
+        if st.st_size == 0:
+            raise cu.InputError(f"{path}: the object is empty (0 bytes); upload the {kind} again")
+        return st
     try:
         st = os.stat(path)
     except OSError as exc:

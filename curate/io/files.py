@@ -8,8 +8,11 @@ A file's root key is `<its path relative to its input root>@<16 hex of its sha25
 - for a directory, the directory itself (its files are found recursively, see `dir_files`);
 - for a file, its parent directory (the key is `name@hash`).
 So a key depends neither on the working directory nor on how a glob was spelled, and a
-resumed run skips what an earlier run committed. `check_resume` refuses a resume whose
-inputs are rooted elsewhere (the same content under another key), before anything starts."""
+resumed run skips what an earlier run committed. A URL input (`s3://b/pdfs/*.pdf`, a prefix,
+an object) is listed by `curate.io.listing`, with the same roots and error behaviour; its
+objects' hashes come from the store's listing (ETag and size), so no object is read to key it.
+`check_resume` refuses a resume whose inputs are rooted elsewhere (the same content under
+another key), before anything starts."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 
 from curate.errors import RootKeyError
 from curate.io import sources
+from curate.io.remote import is_url
 
 WILDCARDS = "*?["  # what makes an input a glob (as in the standard glob)
 CONFLICTS_SHOWN = 3  # files named in a refused resume's error: enough to see the pattern
@@ -62,6 +66,8 @@ class Group:
 
     def absolute(self) -> str:
         """The input spelled absolutely, with the same root: what a resume elsewhere can pass."""
+        if is_url(self.spec):
+            return self.spec
         if self.kind != "glob":
             return self.paths[0] if self.kind == "file" else self.root
         parts = self.spec.split(os.sep)
@@ -103,6 +109,11 @@ def _named_twice(groups: list[Group]) -> list[str]:
 
 
 def _group(spec: str, base_dir: str, extensions: Sequence[str]) -> Group:
+    if is_url(spec):
+        from curate.io import listing
+
+        kind, root, urls, digests = listing.expand(spec, extensions)
+        return Group(spec, kind, root, urls, array("Q", (int(d, 16) for d in digests)))
     if is_glob(spec):
         files = sorted(os.path.abspath(p) for p in sources.glob(spec, base_dir))
         return Group(spec, "glob", glob_root(spec, base_dir), files)
@@ -150,6 +161,10 @@ class FileInputs(Sequence):
         for g in self.groups:
             i = bisect_left(g.paths, path)
             if i < len(g.paths) and g.paths[i] == path:
+                if is_url(path):  # hashed from the listing, at expansion
+                    from curate.io.listing import relative
+
+                    return f"{relative(path, g.root)}@{g.digests[i]:016x}"
                 return sources.keyed_path(path, g.root, _digest(g, i))
         return sources.path_key(path, os.path.dirname(os.path.abspath(path)))
 

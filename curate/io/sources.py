@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from curate.errors import CurateError, InputError
+from curate.io.remote import is_url
 
 HASH_CHUNK_BYTES = 1 << 20  # stream files through sha256 in 1 MiB reads: flat memory for any size
 KEY_HASH_CHARS = 16  # 64 bits of sha256: collisions are negligible for any corpus size
@@ -187,6 +188,10 @@ def path_key(path: str | os.PathLike, base_dir: str | os.PathLike | None = None)
 def keyed_path(path: str | os.PathLike, base_dir: str | os.PathLike | None, digest: str) -> str:
     """`PATH@DIGEST`, PATH shown as `path_key` shows it (relative to `base_dir` if given)."""
     shown = os.fspath(path)
+    if is_url(shown):  # an object: relative to the prefix `base_dir`, else its name
+        from curate.io.listing import parent, relative
+
+        return f"{relative(shown, os.fspath(base_dir) if base_dir is not None else parent(shown))}@{digest}"
     if base_dir is not None:
         try:
             shown = os.path.relpath(shown, base_dir)
@@ -196,7 +201,12 @@ def keyed_path(path: str | os.PathLike, base_dir: str | os.PathLike | None, dige
 
 
 def file_digest(path: str | os.PathLike) -> str:
-    """The hash part of a file's key: 16 hex of its sha256, or `missing` if it cannot be read."""
+    """The hash part of a file's key: 16 hex of its sha256, or `missing` if it cannot be read.
+    An object's URL: from the store's fingerprint of it (`curate.io.listing`), not its bytes."""
+    if is_url(path):
+        from curate.io.listing import object_digest
+
+        return object_digest(path)
     try:
         return _sha256_file(path)[:KEY_HASH_CHARS]
     except OSError:
@@ -215,9 +225,14 @@ def _sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def parent_dir(path: str) -> str:
+    """The directory holding a file (made absolute), or the prefix holding an object's URL."""
+    return path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(os.path.abspath(path))
+
+
 def _join(base_dir: str | os.PathLike, path: str | os.PathLike) -> str:
     p = os.fspath(path)
-    return p if os.path.isabs(p) else os.path.normpath(os.path.join(os.fspath(base_dir), p))
+    return p if os.path.isabs(p) or is_url(p) else os.path.normpath(os.path.join(os.fspath(base_dir), p))
 
 
 # ---- sources described by a spec (a recipe's `input:`) ---------------------------------------

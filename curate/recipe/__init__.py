@@ -172,7 +172,7 @@ class Recipe:
 
 def _parent_key(path: str) -> str:
     """`name@hash`: a file's key relative to its own directory."""
-    return sources.path_key(path, os.path.dirname(os.path.abspath(path)))
+    return sources.path_key(path, sources.parent_dir(path))
 
 
 def load_recipe(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = (), *,

@@ -159,9 +159,9 @@ def input_is_absolute(spec: Any) -> bool:
     if not isinstance(spec, dict):
         return False
     if "glob" in spec:
-        return isinstance(spec["glob"], str) and os.path.isabs(spec["glob"])
+        return isinstance(spec["glob"], str) and _absolute(spec["glob"])
     if "paths" in spec:
-        return isinstance(spec["paths"], list) and all(isinstance(p, str) and os.path.isabs(p) for p in spec["paths"])
+        return isinstance(spec["paths"], list) and all(isinstance(p, str) and _absolute(p) for p in spec["paths"])
     if "list_file" in spec:
         return isinstance(spec["list_file"], str) and os.path.isabs(spec["list_file"])
     if "parquet" in spec:
@@ -190,3 +190,10 @@ def _shadowed() -> set[str]:
     """Names on the search path that a bundled recipe also has."""
     bundled = {f.name for f in _bundled()}
     return {f.name for f in every_recipe() if not f.bundled and f.name in bundled}
+
+
+def _absolute(path: str) -> bool:
+    """An absolute path, or a URL (`s3://...`: it names the same objects from anywhere)."""
+    from curate.io.remote import is_url
+
+    return os.path.isabs(path) or is_url(path)

@@ -89,7 +89,7 @@ def open_pdf(path: str, passwords: tuple[str, ...] | list[str] = ()) -> tuple[An
     mod = pymupdf()
     warnings(mod)
     try:
-        doc = mod.open(path, filetype="pdf")
+        doc = mod.open(cu.local_copy(path), filetype="pdf")  # a URL: this node's copy of the object
     except Exception as exc:  # noqa: BLE001 - FileDataError and friends: MuPDF could not make a PDF of it
         raise cu.InputError(_unopenable(path, exc, warnings(mod))) from None
     password = None
@@ -113,7 +113,7 @@ def open_pdf(path: str, passwords: tuple[str, ...] | list[str] = ()) -> tuple[An
 def _check_file(path: str) -> None:
     check_file(path, "PDF", "*.pdf")  # a regular file with something in it
     try:
-        with open(path, "rb") as f:
+        with open(cu.local_copy(path), "rb") as f:
             head = f.read(MAGIC_WINDOW)
     except OSError as exc:
         raise cu.InputError(f"{path}: cannot be read ({exc.strerror or exc}); fix its permissions") from None

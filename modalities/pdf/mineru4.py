@@ -158,7 +158,7 @@ class MinerU4:
         # The user's ocr_mode wins; "auto" takes the whole document's verdict where the split
         # made one, since MinerU's own would look only at this window's pages.
         mode = self.ocr_mode if self.ocr_mode != "auto" else (window.classified_as or "auto")
-        part = {"path": window.path, "page_range": window.page_range, "ocr_mode": mode, "label": str(window),
+        part = {"path": cu.local_copy(window.path), "page_range": window.page_range, "ocr_mode": mode, "label": str(window),
                 "data": None if window.password is None else read_pdf_bytes(window.path, window.password),
                 "keep_from": window.first_page, "with_pages": not window.whole}
         (parsed,) = self.mineru.parse([part])
@@ -183,16 +183,20 @@ def open_pdf(path: str, passwords: tuple[str, ...] = ()) -> tuple[int, str | Non
     says what is wrong with the file and how to fix it."""
     pdfium = _pdfium()
     name = Path(path).name
-    if not Path(path).is_file():
+    try:
+        local = cu.local_copy(path)  # a URL: this node's copy of the object
+    except cu.InputError as exc:  # a missing object, a refused read: this input fails alone
+        return cu.ItemFailure(exc)
+    if not Path(local).is_file():
         return _bad(f"{path}: no such file; check the path (or the --input glob)")
     for password in (None, *passwords):
         try:
-            doc = pdfium.PdfDocument(path, password=password)
+            doc = pdfium.PdfDocument(local, password=password)
             break
         except pdfium.PdfiumError as exc:
             error = exc
     else:
-        return _bad(_unopenable(Path(path), bool(passwords), error))
+        return _bad(_unopenable(Path(path), bool(passwords), error, Path(local).read_bytes()))
     try:
         n = len(doc)
     finally:
@@ -202,10 +206,9 @@ def open_pdf(path: str, passwords: tuple[str, ...] = ()) -> tuple[int, str | Non
     return n, password
 
 
-def _unopenable(path: Path, tried_passwords: bool, exc: Exception) -> str:
+def _unopenable(path: Path, tried_passwords: bool, exc: Exception, data: bytes) -> str:
     """Why pdfium refused the file, told from its bytes: pdfium's own error code is the last
     one it set in this thread, so it can be stale (a file with no pages sets none)."""
-    data = path.read_bytes()
     if b"%PDF-" not in data[:1024]:
         return f"{path.name}: not a PDF (no %PDF- header); check that the file is a PDF and not mis-named"
     if b"/Encrypt" in data:
@@ -221,11 +224,11 @@ def _unopenable(path: Path, tried_passwords: bool, exc: Exception) -> str:
 def read_pdf_bytes(path: str, password: str | None = None) -> bytes:
     """The file's bytes; with a password, a decrypted copy (MinerU takes no password)."""
     if password is None:
-        return Path(path).read_bytes()
+        return Path(cu.local_copy(path)).read_bytes()
     import io
 
     pdfium = _pdfium()
-    doc = pdfium.PdfDocument(path, password=password)
+    doc = pdfium.PdfDocument(cu.local_copy(path), password=password)
     try:
         buf = io.BytesIO()
         doc.save(buf, flags=pdfium.raw.FPDF_REMOVE_SECURITY)

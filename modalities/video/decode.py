@@ -67,7 +67,7 @@ def open_video(path: str, threads: int = DEFAULT_THREADS) -> tuple[Any, Any]:
     """(container, video stream) of a file the probe accepted; InputError if it no longer opens."""
     av = pyav()
     try:
-        container = av.open(os.fspath(path), metadata_errors="ignore")
+        container = av.open(cu.local_copy(os.fspath(path)), metadata_errors="ignore")  # a URL: this node's copy
     except (av.error.FFmpegError, OSError) as exc:
         raise cu.InputError(f"{path}: cannot be opened as a video any more ({exc}); was it changed or moved "
                             "after it was probed? Run it again") from None
@@ -290,7 +290,8 @@ class DecordReaders:
             self._readers.move_to_end(key)
             return self._readers[key]
         decord = require("decord", "reading frames with decord")
-        reader = decord.VideoReader(path, ctx=decord.cpu(0), width=width, height=height, num_threads=1)
+        reader = decord.VideoReader(cu.local_copy(path), ctx=decord.cpu(0), width=width, height=height,
+                                    num_threads=1)
         self._readers[key] = reader
         while len(self._readers) > self.size:
             self._readers.popitem(last=False)

@@ -88,7 +88,7 @@ def probe(item: Any, prefer: str = "decord", min_side: int = MIN_SIDE_PX) -> Vid
     _check_file(path)
     av = pyav()
     try:
-        container = av.open(path, metadata_errors="ignore")
+        container = av.open(cu.local_copy(path), metadata_errors="ignore")  # a URL: this node's copy
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise cu.InputError(_unopenable(path, exc, _is_mp4(path))) from None
     with container:
@@ -162,14 +162,14 @@ def _path_of(item: Any) -> str:
 def _check_file(path: str) -> None:
     check_file(path, "video", "*.mp4")  # a regular file with something in it
     try:
-        with open(path, "rb") as f:
+        with open(cu.local_copy(path), "rb") as f:
             f.read(1)
     except OSError as exc:
         raise cu.InputError(f"{path}: cannot be read ({exc.strerror or exc}); fix its permissions") from None
 
 
 def _is_mp4(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open(cu.local_copy(path), "rb") as f:
         return f.read(12)[4:8] == b"ftyp"
 
 
@@ -189,7 +189,7 @@ def _sniff(path: str) -> str | None:
     """What the file's first bytes say it is, when they say it clearly ("a PDF document (it
     starts with b'%PDF-1.5')"); None if they do not."""
     try:
-        with open(path, "rb") as f:
+        with open(cu.local_copy(path), "rb") as f:
             head = f.read(SNIFF_BYTES)
     except OSError:
         return None
@@ -356,7 +356,7 @@ def _decoder(path: str, prefer: str, vfr: bool, frame_count: int, shape: tuple[i
         return "pyav"
     try:
         with DECORD_LOCK:
-            reader = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=1)
+            reader = decord.VideoReader(cu.local_copy(path), ctx=decord.cpu(0), num_threads=1)
             count = len(reader)
             ends = reader.get_batch([0, count - 1]).asnumpy() if count else None
         del reader
@@ -376,5 +376,5 @@ def _decoder(path: str, prefer: str, vfr: bool, frame_count: int, shape: tuple[i
 def _decord_message(exc: Exception, path: str) -> str:
     """decord's message without its log prefixes ("[13:03:04] /src/video_reader.cc:270: [path] ")."""
     lines = str(exc).strip().splitlines()
-    text = DECORD_PREFIX.sub("", lines[0] if lines else "").replace(f"[{path}]", "").strip()
+    text = DECORD_PREFIX.sub("", lines[0] if lines else "").replace(f"[{cu.local_copy(path)}]", "").strip()
     return text[:160]
