@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -51,13 +52,17 @@ class MotoServer:
     def __init__(self):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        # its request log goes to a file: a pipe nobody reads fills after ~600 requests and
+        # blocks the server's every thread on its next log line
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _answers(self.url):  # a condition, polled: the server is up when it answers
             if self.proc.poll() is not None:
+                self.log.seek(0)
                 raise RuntimeError(f"moto's server exited ({self.proc.returncode}): "
-                                   f"{self.proc.stderr.read().decode(errors='replace')[-2000:]}")
+                                   f"{self.log.read().decode(errors='replace')[-2000:]}")
             if time.monotonic() > deadline:
                 self.close()
                 raise RuntimeError(f"moto's server did not answer on {self.url} within {START_TIMEOUT_S} s")
@@ -70,6 +75,7 @@ class MotoServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
 
 class FlakyProxy:
