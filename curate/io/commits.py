@@ -142,7 +142,8 @@ class CommitLog:
                 loc.inside(files, stage, f"staged payload files of output {output!r}")
                 files_dir = loc.inside(f"{out_dir}/_files", out_dir, f"payload files directory of output {output!r}")
                 for f in loc.files(files):
-                    dst_f = loc.inside(f"{out_dir}/_files/{f}", files_dir, f"payload file _files/{f} of output {output!r}")
+                    dst_f = loc.inside(f"{out_dir}/_files/{f}", files_dir,
+                                       f"payload file _files/{f} of output {output!r}")
                     file_moves.append((f"{files}/{f}", dst_f))
         for src, dst in shard_moves:
             if loc.exists(src):

@@ -301,7 +301,8 @@ class ShardWriter:
             for part, schema in mine.items():
                 if not same(schema, final):
                     path = f"{name}/{Path(part).name}"
-                    mine[part] = stage.write_parquet(conform(stage.read_parquet(path), final), path, self.row_group_rows)
+                    table = conform(stage.read_parquet(path), final)
+                    mine[part] = stage.write_parquet(table, path, self.row_group_rows)
             staged, gone = self._disk.rewrite(name, final, stage, self.row_group_rows, drop_roots, candidates)
             if staged:
                 rewrites[name] = staged
