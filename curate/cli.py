@@ -18,7 +18,9 @@ from pathlib import Path
 
 from curate.ctrl_c import EXIT_INTERRUPTED, CommandCtrlC
 from curate.errors import ClusterLostError, CurateError
+from curate.io.commits import META
 from curate.io.outdir import OutputDir
+from curate.io.remote import is_url
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PARTIAL, EXIT_CLUSTER_LOST = 0, 1, 2, 3, 4
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command ended by SIGPIPE (`yes | head`)
@@ -88,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="input file, glob or directory, or their URLs (s3://bucket/pdfs/*.pdf, s3://bucket/pdfs/) "
                         "(repeatable; a directory: its files with the recipe's extensions, recursively); replaces "
                         "the recipe's input (needed if it has none)")
-    r.add_argument("--output", help="output directory (default: the recipe's run.output_dir)")
+    r.add_argument("--output", help="output directory, or a prefix on object storage such as s3://bucket/out "
+                   "(default: the recipe's run.output_dir)")
     r.add_argument("--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray)")
     r.add_argument("--executor", choices=["ray", "local"], help="default: the recipe's, else ray")
     r.add_argument("--resume", action="store_true", help="continue a killed run: skip committed inputs")
@@ -204,6 +207,11 @@ def cmd_run(args) -> int:
     opts.pop("output_dir", None)
     if not out:
         raise CurateError("no output directory: pass --output DIR or set run.output_dir in the recipe")
+    if recipe.dedup and is_url(out):  # before the run, not after it
+        from curate.dedup.run import NOT_ON_STORAGE
+
+        raise CurateError(f"recipe {recipe.name!r} has dedup: steps, and " + NOT_ON_STORAGE.format(out=out)
+                          + "; or run it with --output DIR")
     if args.address:
         opts["address"] = args.address
     if args.executor:
@@ -303,7 +311,9 @@ def _eval_pages(out: str, output: str) -> dict:
     from curate.io.read import read_table
     from curate.modalities.pdf.eval import pages_from_rows
 
-    if not (Path(out) / output).is_dir():
+    from curate.io.location import location
+
+    if not location(out).is_dir(output):
         raise CurateError(f"{out}: no output {output!r} here; give the output directory of a PDF recipe's run "
                           f"(`curate run pdf_to_markdown --output {out}`), or name the output with --output")
     cols = ["root_key", "ordinal", "status", "markdown"]
@@ -315,8 +325,18 @@ def cmd_report(args) -> int:
 
     d = OutputDir(args.out)
     run, metrics = d.metrics(args.run)
-    written = write_report(metrics, d.run_dir(run), title=f"curate run {run}", counts=d.counts(),
-                           causes=d.top_causes())
+    report = dict(title=f"curate run {run}", counts=d.counts(), causes=d.top_causes())
+    if not d.loc.remote:
+        written = write_report(metrics, d.run_dir(run), **report)
+    else:  # drawn here, then each file put next to the run's metrics
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="curate-report-") as tmp:
+            written = {}
+            for kind, p in write_report(metrics, tmp, **report).items():
+                rel = f"{META}/{run}/{Path(p).name}"
+                d.loc.write_bytes(rel, Path(p).read_bytes())
+                written[kind] = d.loc.show(rel)
     for kind, p in written.items():
         print(f"{kind}: {p}")
     return EXIT_OK

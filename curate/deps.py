@@ -101,12 +101,17 @@ def check_installed(needs: Iterable[tuple[str, str, str | None]]) -> None:
 
 def plan_needs(plan, *, executor: Any = None, output_dir: Any = None) -> list[tuple[str, str, str | None]]:
     """What a compiled plan needs installed: every pool's declared modules, Ray for the ray
-    executor, pyarrow for Parquet output."""
+    executor, pyarrow for Parquet output, fsspec and its protocol's library for an output URL."""
+    from curate.io.remote import PACKAGES, is_url, protocol
+
     needs: list[tuple[str, str, str | None]] = []
     if executor == "ray":
         needs.append(("ray", "executor='ray'", None))
     if output_dir is not None:
         needs.append(("pyarrow", "Parquet output", None))
+    if is_url(output_dir):
+        proto = protocol(output_dir)
+        needs += [(m, f"output {output_dir}", None) for m in ("fsspec", PACKAGES.get(proto)) if m]
     for pool in plan.pools:
         name = getattr(pool.target, "__qualname__", pool.name)
         for module, req in declared(pool.target, pool.init).items():

@@ -75,7 +75,8 @@ if __name__ == "__main__":
     opts = {"address": sys.argv[sys.argv.index("--address") + 1]} if "--address" in sys.argv else {}
     docs = int(sys.argv[sys.argv.index("--docs") + 1]) if "--docs" in sys.argv else N_DOCS
     if "--hold-after" in sys.argv:
-        HOLD = (int(sys.argv[sys.argv.index("--hold-after") + 1]), tempfile.mkdtemp(prefix="held-", dir=Path(out).parent))
+        near = None if "://" in out else Path(out).parent  # an output URL (s3://): the system's temporary dir
+        HOLD = (int(sys.argv[sys.argv.index("--hold-after") + 1]), tempfile.mkdtemp(prefix="held-", dir=near))
     res = cu.run(build(), range(docs), executor=executor, output_dir=out, resume="--resume" in sys.argv,
                  input_batch_size=3, inflight=2, sink_options={"shard_rows": 9}, progress="--progress" in sys.argv,
                  **opts)

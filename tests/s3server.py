@@ -52,7 +52,8 @@ class MotoServer:
     def __init__(self):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        # its log goes to a file: a pipe nobody reads fills after ~600 requests' lines, and the server blocks
+        # its request log goes to a file: a pipe nobody reads fills after ~600 requests and
+        # blocks the server's every thread on its next log line
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                      stdout=subprocess.DEVNULL, stderr=self.log)
@@ -90,6 +91,7 @@ class FlakyProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
 
             def log_message(self, *args):  # quiet
                 pass

@@ -27,6 +27,7 @@ from curate.dedup.normalize import DIGEST_BYTES, exact_hash
 from curate.dedup.options import (DEFAULT_BANDS, DEFAULT_EPS, DEFAULT_HASH, DEFAULT_METHOD, DEFAULT_ROWS,
                                    DEFAULT_SEED, DEFAULT_SHINGLE, DEFAULT_THRESHOLD, HASHES, check_args)
 from curate.errors import InputError
+from curate.io.remote import is_url
 
 SUFFIX = "_dedup"
 PART = "part-00000.parquet"
@@ -61,6 +62,11 @@ class DedupResult:
         return text
 
 
+NOT_ON_STORAGE = ("{out} is on object storage, and curate dedup reads and writes local directories only "
+                  "for now; copy the output to a local directory (e.g. `aws s3 sync {out} out/`) and run "
+                  "curate dedup there")
+
+
 def dedup(out: str | Path, *, output: str, column: str | None = None, threshold: float = DEFAULT_THRESHOLD,
           method: str = DEFAULT_METHOD, shingle: int = DEFAULT_SHINGLE, bands: int = DEFAULT_BANDS,
           rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED, hash: str = DEFAULT_HASH,
@@ -75,6 +81,8 @@ def dedup(out: str | Path, *, output: str, column: str | None = None, threshold:
                         "or datatrove's math for the same pairs as datatrove)")
     if executor not in ("local", "ray"):
         problems.append(f"executor {executor!r}: give local or ray")
+    if is_url(out):
+        problems.append(NOT_ON_STORAGE.format(out=out))
     if problems:
         raise InputError("; ".join(problems))
     if not Path(out).is_dir():

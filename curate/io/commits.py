@@ -14,49 +14,26 @@ A record may also name "rewrites": committed parts of earlier flushes, staged ag
 their own names (rewritten to a wider schema, or without the rows of roots a retry replaces:
 see `curate.io.parts`, `curate.io.retry`); publishing replaces the old files by os.replace, so
 a kill leaves the old set of parts (not committed) or the new one (recovery finishes the
-moves). Its "removed" counts the rows those rewrites left out, per output and status."""
+moves). Its "removed" counts the rows those rewrites left out, per output and status.
+
+The same protocol runs on object storage (`s3://bucket/out`, through `curate.io.location`),
+which has no atomic rename: staged objects have names unique to their flush (run id and
+sequence), the commit record is one PUT (visible whole or not at all: no temporary name), and
+publication copies each staged object into place, then deletes it (see `_publish` for why a
+kill between copies is safe). Readers list `<output>/*.parquet`, where only published, and so
+committed, parts ever appear; staging lives under `_curate/`, which no reader lists."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
+import posixpath
 from pathlib import Path
 
 from curate.errors import EngineError
+from curate.io.location import inside, location, sync_file, write_json_atomic  # noqa: F401 (their home was here)
 
 META = "_curate"
-
-
-def inside(path: Path, base: Path, what: str) -> Path:
-    """`path` resolved (symlinks and `..` followed); EngineError unless it lies strictly inside
-    `base` (resolved too). Guards every path curate writes, moves or deletes in an output
-    directory: declarations are validated, so this failing means a bug or a hand-edited file."""
-    resolved, root = Path(path).resolve(), Path(base).resolve()
-    if resolved == root or not resolved.is_relative_to(root):
-        raise EngineError(f"{what} {path} resolves to {resolved}, outside {root}; refusing to write there "
-                          "(an output directory edited by hand, or a bug in curate: please report it)")
-    return resolved
-
-
-def write_json_atomic(path: Path, data) -> None:
-    """Write JSON to a temporary name, fsync, rename: a reader sees the old or the new file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync(path.parent)
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file's (or a directory's entries') data to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+COMMITS, STAGING = f"{META}/commits", f"{META}/staging"
 
 
 def record_counts(records: list[dict]) -> dict[str, dict[str, int]]:
@@ -83,17 +60,18 @@ def shard_parts(shards) -> list[str]:
 
 
 class CommitLog:
-    """Committed flushes of one output directory."""
+    """Committed flushes of one output directory (a path, a URL, or a `curate.io.location`)."""
 
-    def __init__(self, out: Path):
-        self.out = out
-        self.commits_dir = out / META / "commits"
-        self.staging_dir = out / META / "staging"
-        self.commits_dir.mkdir(parents=True, exist_ok=True)
-        self.staging_dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, out):
+        self.loc = location(out)
+        self.out = self.loc.spec
+        self.commits_dir = self.loc.path(COMMITS)
+        self.staging_dir = self.loc.path(STAGING)
+        self.loc.mkdirs(COMMITS)
+        self.loc.mkdirs(STAGING)
 
     def records(self) -> list[dict]:
-        return [json.loads(p.read_text()) for p in sorted(self.commits_dir.glob("*.json"))]
+        return [json.loads(self.loc.read_text(f"{COMMITS}/{n}")) for n in self.loc.list(COMMITS, "*.json")]
 
     def recover(self) -> list[dict]:
         """Finish interrupted moves of committed flushes, drop uncommitted ones; returns the
@@ -103,79 +81,77 @@ class CommitLog:
         for rec in records:
             committed.add(rec["flush"])
             self._publish(rec)
-        for d in self.staging_dir.iterdir():
-            if d.name in committed:
-                continue
-            if d.is_dir():
-                shutil.rmtree(d)
-            else:
-                d.unlink()
-        for tmp in self.commits_dir.glob("*.tmp"):
-            tmp.unlink()
+        for name in self.loc.list(STAGING):
+            if name not in committed:
+                self.loc.delete_tree(f"{STAGING}/{name}")
+        for tmp in self.loc.list(COMMITS, "*.tmp"):
+            self.loc.delete(f"{COMMITS}/{tmp}")
         return records
 
-    def stage_dir(self, flush: str) -> Path:
-        d = self.staging_dir / flush
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
-        return d
+    def stage_dir(self, flush: str) -> Path | str:
+        """A fresh staging directory for `flush`: a Path, or the URL of a prefix."""
+        rel = f"{STAGING}/{flush}"
+        self.loc.delete_tree(rel)
+        self.loc.mkdirs(rel)
+        return self.loc.path(rel)
 
     def commit(self, record: dict) -> None:
         """The commit point, then publication of the staged files."""
-        stage = self.staging_dir / record["flush"]
-        for f in stage.rglob("*"):
-            if f.is_file():
-                _fsync(f)
-        write_json_atomic(self.commits_dir / f"{record['flush']}.json", record)
+        self.loc.sync(f"{STAGING}/{record['flush']}")
+        self.loc.write_json(f"{COMMITS}/{record['flush']}.json", record)
         self._publish(record)
 
     def _publish(self, rec: dict) -> None:
         """Move a committed flush's staged shards and payload files into place. Every path is
         checked before anything moves: a shard lands directly in its output's directory, a
         payload file under that directory's `_files/`, and nothing outside the output directory
-        or inside `_curate/` is written or deleted, whatever the commit record says."""
-        flush = rec["flush"]
-        stage = inside(self.staging_dir / flush, self.staging_dir, f"staging directory of flush {flush!r}")
-        meta = (self.out / META).resolve()
+        or inside `_curate/` is written or deleted, whatever the commit record says.
+
+        On object storage a move is a copy, then the delete of the staged object, and a
+        rewrite's copy replaces the committed part of the same name (one PUT: readers see the
+        old part or the new one). A kill between two copies leaves some parts new and some old
+        in place, but the commit record exists, so the flush is committed and every staged
+        object not yet deleted is still there: recovery copies it again (the copy is
+        idempotent) and only then deletes it. A staged object is deleted only after its copy
+        succeeded, so a missing staged object means its copy is in place. What the rename of a
+        flush's files gave locally (all or nothing) is given by the commit record: before it,
+        nothing of the flush is outside staging; after it, recovery finishes the moves."""
+        flush, loc = rec["flush"], self.loc
+        stage = loc.inside(f"{STAGING}/{flush}", STAGING, f"staging directory of flush {flush!r}")
         shard_moves, file_moves = [], []
         outputs = {o: shard_parts(s) for o, s in rec["shards"].items()}
         for o, parts in rec.get("rewrites", {}).items():
             outputs[o] = outputs.get(o, []) + shard_parts(parts)
         for output, shards in outputs.items():
-            out_dir = inside(self.out / output, self.out, f"output {output!r} of flush {flush!r}")
-            if out_dir == meta or out_dir.is_relative_to(meta):
-                raise EngineError(f"output {output!r} of flush {flush!r} resolves to {out_dir}, inside curate's "
-                                  f"own {meta}; refusing to write there (a commit record edited by hand, or a "
-                                  "bug in curate: please report it)")
+            out_dir = loc.inside(output, "", f"output {output!r} of flush {flush!r}")
+            if out_dir == META or out_dir.startswith(META + "/"):
+                raise EngineError(f"output {output!r} of flush {flush!r} resolves to {loc.show(out_dir)}, inside "
+                                  f"curate's own {loc.show(META)}; refusing to write there (a commit record edited "
+                                  "by hand, or a bug in curate: please report it)")
+            staged = f"{STAGING}/{flush}/{output}"
             for shard in shards:
-                src = self.staging_dir / flush / output / Path(shard).name
-                inside(src, stage, f"staged shard of output {output!r}")
-                dst = inside(self.out / shard, out_dir, f"shard {shard!r} of output {output!r}")
-                if dst.parent != out_dir:
-                    raise EngineError(f"shard {shard!r} of output {output!r} resolves to {dst}, outside the output's "
-                                      f"own directory {out_dir}; refusing to write there (a commit record edited by "
-                                      "hand, or a bug in curate: please report it)")
+                src = loc.inside(f"{staged}/{Path(shard).name}", stage, f"staged shard of output {output!r}")
+                dst = loc.inside(shard, out_dir, f"shard {shard!r} of output {output!r}")
+                if posixpath.dirname(dst) != out_dir:
+                    raise EngineError(f"shard {shard!r} of output {output!r} resolves to {loc.show(dst)}, outside the "
+                                      f"output's own directory {loc.show(out_dir)}; refusing to write there (a commit "
+                                      "record edited by hand, or a bug in curate: please report it)")
                 shard_moves.append((src, dst))
-            staged = self.staging_dir / flush / output
-            files = staged / "_files"  # payload files the flush wrote for this output
-            if files.exists():
-                inside(files, stage, f"staged payload files of output {output!r}")
-                files_dir = inside(out_dir / "_files", out_dir, f"payload files directory of output {output!r}")
-                for f in files.rglob("*"):
-                    if f.is_file():
-                        dst_f = inside(out_dir / f.relative_to(staged), files_dir,
-                                       f"payload file {f.relative_to(staged)} of output {output!r}")
-                        file_moves.append((f, dst_f))
+            files = f"{staged}/_files"  # payload files the flush wrote for this output
+            if loc.exists(files):
+                loc.inside(files, stage, f"staged payload files of output {output!r}")
+                files_dir = loc.inside(f"{out_dir}/_files", out_dir, f"payload files directory of output {output!r}")
+                for f in loc.files(files):
+                    dst_f = loc.inside(f"{out_dir}/_files/{f}", files_dir,
+                                       f"payload file _files/{f} of output {output!r}")
+                    file_moves.append((f"{files}/{f}", dst_f))
         for src, dst in shard_moves:
-            if src.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(src, dst)
-            elif not dst.exists():
-                raise FileNotFoundError(f"committed shard {dst} is missing from {self.out}; "
+            if loc.exists(src):
+                loc.move(src, dst)
+            elif not loc.exists(dst):
+                raise FileNotFoundError(f"committed shard {loc.show(dst)} is missing from {loc}; "
                                         "the output directory was modified by hand")
         for src, dst in file_moves:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, dst)
-        if stage.exists():
-            shutil.rmtree(stage)
+            loc.move(src, dst)
+        if loc.exists(stage):
+            loc.delete_tree(stage)

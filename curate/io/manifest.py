@@ -11,7 +11,8 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.fingerprint import changed
-from curate.io.commits import META, record_counts, write_json_atomic
+from curate.io.commits import COMMITS, META, record_counts
+from curate.io.location import location
 
 FORMAT = 1
 
@@ -33,16 +34,20 @@ def versions() -> dict:
     return out
 
 
-def path(out: Path) -> Path:
-    return out / META / "manifest.json"
+MANIFEST = f"{META}/manifest.json"
 
 
-def load(out: Path) -> dict | None:
-    p = path(out)
-    return json.loads(p.read_text()) if p.exists() else None
+def path(out) -> Path | str:
+    return location(out).path(MANIFEST)
 
 
-def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_changed_code: bool) -> list[str]:
+def load(out) -> dict | None:
+    """The manifest of output directory `out` (a path, a URL or a location); None if it has none."""
+    loc = location(out)
+    return json.loads(loc.read_text(MANIFEST)) if loc.exists(MANIFEST) else None
+
+
+def check(out, plan, resume: bool, fingerprints: dict[str, str], allow_changed_code: bool) -> list[str]:
     """Refuse a resume whose pipeline has another shape, or whose stages' code or init changed
     since the directory was started (unless `allow_changed_code`); returns the changed Calls."""
     man = load(out)
@@ -61,12 +66,13 @@ def check(out: Path, plan, resume: bool, fingerprints: dict[str, str], allow_cha
     return diff
 
 
-def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
+def start_run(out, run_id: str, plan, recipe: str | None, resume: bool,
               fingerprints: dict[str, str], changed_code: list[str], cluster: dict | None = None,
               inputs: list[dict] | None = None, retry: bool = False) -> dict:
     """Record a run that has started (its workers are up); a refused run leaves no entry."""
-    (out / META).mkdir(parents=True, exist_ok=True)
-    man = load(out)
+    loc = location(out)
+    loc.mkdirs(META)
+    man = load(loc)
     if man is None or not resume:
         man = {"format": FORMAT, "pipeline": describe(plan), "runs": [], "counts": {}}
     for r in man["runs"]:
@@ -83,11 +89,11 @@ def start_run(out: Path, run_id: str, plan, recipe: str | None, resume: bool,
     if inputs is not None:
         entry["inputs"] = inputs  # file inputs and their roots: a resume rooted elsewhere is refused
     man["runs"].append(entry)
-    write_json_atomic(path(out), man)
+    loc.write_json(MANIFEST, man)
     return man
 
 
-def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, totals: dict,
+def finish_run(out, man: dict, run_id: str, *, status: str, counts: dict, totals: dict,
                roots_done: int, roots_skipped: int, retried: int | None = None, error: str | None = None) -> None:
     """Record how a started run ended (with retry_failed: how many failed roots it replaced);
     names its metrics file only if it exists."""
@@ -97,16 +103,17 @@ def finish_run(out: Path, man: dict, run_id: str, *, status: str, counts: dict, 
     if retried is not None:
         entry["roots_retried"] = retried
     metrics = f"{META}/{run_id}/metrics.json"
-    if (out / metrics).exists():
+    loc = location(out)
+    if loc.exists(metrics):
         entry["metrics"] = metrics
     if error:
         entry["error"] = error
     man["counts"] = totals
-    write_json_atomic(path(out), man)
+    loc.write_json(MANIFEST, man)
 
 
-def committed_counts(out: Path) -> dict[str, dict[str, int]]:
+def committed_counts(out) -> dict[str, dict[str, int]]:
     """Rows per output and status over every commit record: right even for a run that was
     killed before it could write its totals into the manifest."""
-    commits = out / META / "commits"
-    return record_counts([json.loads(p.read_text()) for p in sorted(commits.glob("*.json"))] if commits.exists() else [])
+    loc = location(out)
+    return record_counts([json.loads(loc.read_text(f"{COMMITS}/{n}")) for n in loc.list(COMMITS, "*.json")])

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from curate.errors import CurateError, plain_text
 from curate.io import manifest
-from curate.io.commits import META, write_json_atomic
+from curate.io.commits import META
+from curate.io.location import location
 from curate.io.parquet import ParquetSink, check_output_dir
 
 TOP_CAUSES = 10  # failure causes `inspect` lists, most frequent first
@@ -21,7 +22,8 @@ class OutputDir:
     """`out/`: outputs as `out/<name>/*.parquet`, bookkeeping under `out/_curate/`."""
 
     def __init__(self, path):
-        self.path = Path(path)
+        self.loc = location(path)
+        self.path = self.loc.spec  # a Path, or the URL of a prefix on object storage
         self._man: dict | None = None
         self._run: dict = {}
 
@@ -33,17 +35,17 @@ class OutputDir:
         `retry_failed` (a resume that accepts changed stages), `sink.retry.failed` are the
         failed ones it runs again."""
         resume = resume or retry_failed
-        check_output_dir(self.path, resume)
-        changed = manifest.check(self.path, plan, resume, fingerprints, allow_changed_code or retry_failed)
+        check_output_dir(self.loc, resume)
+        changed = manifest.check(self.loc, plan, resume, fingerprints, allow_changed_code or retry_failed)
         self._run = dict(plan=plan, run_id=run_id, resume=resume, fingerprints=fingerprints,
                          changed=changed, recipe=recipe, retry=retry_failed)
-        return ParquetSink(self.path, plan.output_options, run_id, **(sink_options or {}), retry_failed=retry_failed)
+        return ParquetSink(self.loc, plan.output_options, run_id, **(sink_options or {}), retry_failed=retry_failed)
 
     def run_started(self, cluster: dict | None = None, inputs: list[dict] | None = None) -> None:
         """The run's workers are up: record it in the manifest (with which Ray cluster, and the
         file inputs with their roots: `curate.io.files.FileInputs.describe`)."""
         r = self._run
-        self._man = manifest.start_run(self.path, r["run_id"], r["plan"], r["recipe"], r["resume"],
+        self._man = manifest.start_run(self.loc, r["run_id"], r["plan"], r["recipe"], r["resume"],
                                        r["fingerprints"], r["changed"], cluster, inputs, retry=r["retry"])
 
     @property
@@ -56,18 +58,19 @@ class OutputDir:
         if self._man is None:
             return
         run_id = self._run["run_id"]
-        self.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.run_dir(run_id) / "metrics.json", metrics.to_dict())
-        manifest.finish_run(self.path, self._man, run_id, status=status, counts=sink.counts,
+        self.loc.mkdirs(f"{META}/{run_id}")
+        self.loc.write_json(f"{META}/{run_id}/metrics.json", metrics.to_dict())
+        manifest.finish_run(self.loc, self._man, run_id, status=status, counts=sink.counts,
                             totals=sink.total_counts(), roots_done=roots_done, roots_skipped=roots_skipped,
                             retried=sink.retried if sink.retry is not None else None, error=plain_text(error) if error else None)
 
     # ---- reading it back ------------------------------------------------------------------
-    def run_dir(self, run_id: str) -> Path:
-        return self.path / META / run_id
+    def run_dir(self, run_id: str) -> Path | str:
+        """Where a run's metrics and report are: a Path, or a URL."""
+        return self.loc.path(f"{META}/{run_id}")
 
     def manifest(self) -> dict:
-        man = manifest.load(self.path)
+        man = manifest.load(self.loc)
         if man is None:
             raise CurateError(f"{self.path} has no {META}/manifest.json: not a curate output directory")
         return man
@@ -75,7 +78,7 @@ class OutputDir:
     def counts(self) -> dict[str, dict[str, int]]:
         """Rows per output and status, from the commit log: right even after a kill."""
         counts = {name: {} for name in self.manifest()["pipeline"]["outputs"]}
-        counts.update(manifest.committed_counts(self.path))
+        counts.update(manifest.committed_counts(self.loc))
         return counts
 
     def failed_roots(self) -> set[str]:
@@ -83,7 +86,7 @@ class OutputDir:
         `retry_failed` runs again."""
         from curate.io.retry import failed_roots
 
-        return failed_roots(self.path, self.manifest()["pipeline"]["outputs"])
+        return failed_roots(self.loc, self.manifest()["pipeline"]["outputs"])
 
     def not_present_roots(self, root_domain: str) -> int:
         """Root-level rows that are FAILED or SUPPRESSED, over every run into the directory."""
@@ -97,7 +100,7 @@ class OutputDir:
 
         found: dict[str, list] = {}
         for name in self.manifest()["pipeline"]["outputs"]:
-            t = read_table(self.path, name)
+            t = read_table(self.loc, name)
             if t.num_rows == 0:
                 continue
             for r in t.select(["status", "cause", "root_key", "entity_id"]).to_pylist():
@@ -114,7 +117,7 @@ class OutputDir:
         outputs = self.manifest()["pipeline"]["outputs"]
         if output not in outputs:
             raise CurateError(f"{self.path} has no output {output!r}; its outputs are {sorted(outputs)}")
-        rows = sorted(read_table(self.path, output).to_pylist(), key=lambda r: r["lineage"])
+        rows = sorted(read_table(self.loc, output).to_pylist(), key=lambda r: r["lineage"])
         if which.isdigit():
             if int(which) >= len(rows):
                 raise CurateError(f"output {output!r} has {len(rows)} committed rows; give a number below that")
@@ -135,12 +138,12 @@ class OutputDir:
             raise CurateError(f"{self.path} holds no curate run to report on")
         if run_id is None:
             run_id = next((r["run"] for r in reversed(runs) if "metrics" in r), runs[-1]["run"])
-        path = self.run_dir(run_id) / "metrics.json"
-        if not path.exists():
+        path = f"{META}/{run_id}/metrics.json"
+        if not self.loc.exists(path):
             status = next((r["status"] for r in runs if r["run"] == run_id), "unknown")
             raise CurateError(f"run {run_id} ({status}) saved no metrics; runs here: "
                               + ", ".join(f"{r['run']} {r['status']}" for r in runs))
-        return run_id, json.loads(path.read_text())
+        return run_id, json.loads(self.loc.read_text(path))
 
 
 def new_run_id() -> str:

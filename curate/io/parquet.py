@@ -20,7 +20,8 @@ from curate.errors import CurateError
 from curate.memory import peak_rss
 from curate.io.commits import META, CommitLog, record_counts
 from curate.io.retry import Retry
-from curate.io.parts import PartRewriter, conform, merge, same, vector_lists, write
+from curate.io.location import location
+from curate.io.parts import PartRewriter, conform, merge, same, vector_lists
 from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
 from curate.value_store import LocalStore
 
@@ -44,19 +45,20 @@ class ParquetSink:
                  part_bytes: int = PART_BYTES, retry_failed: bool = False):
         require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
-        self.out = Path(out)
+        self.loc = location(out)
+        self.out = self.loc.spec  # a Path, or the URL of an output on object storage
         self.outputs = outputs  # name -> {"schema": {...}, "files": {...}}
         self.run_id = run_id
         self.shard_rows, self.flush_s, self.row_group_rows = shard_rows, flush_s, row_group_rows
         self.chunk_rows, self.part_bytes = max(1, chunk_rows), part_bytes
-        self.log = CommitLog(self.out)
+        self.log = CommitLog(self.loc)
         try:
             self.records = self.log.recover()
         except FileNotFoundError as exc:
             raise CurateError(f"cannot resume {self.out}: {exc}. Put the file back, or start again in a "
                               "new output directory (or delete this one)") from None
         self.committed_keys = {k for rec in self.records for k in rec["roots"]}
-        self.retry = Retry(self.out, outputs, self.records) if retry_failed else None
+        self.retry = Retry(self.loc, outputs, self.records) if retry_failed else None
         self.retried = 0  # committed failed roots whose rows this run replaced
         self.bind(LocalStore())
         self._buffer: dict[str, list[dict]] = {name: [] for name in outputs}  # rows not yet shipped
@@ -74,7 +76,7 @@ class ParquetSink:
     def bind(self, store) -> None:
         """Write shards where the store's values are (Ray: an actor on this node fetches the
         payloads itself, so output bytes skip the driver), or here on fetched values."""
-        args = (self.outputs, self.row_group_rows, self.shard_rows, self.part_bytes, str(self.out.resolve()))
+        args = (self.outputs, self.row_group_rows, self.shard_rows, self.part_bytes, self.loc.absolute())
         placed = store.place(ShardWriter, *args)
         self._writer_elsewhere = placed is not None  # its peak is another process's (else the driver's)
         if placed is None:
@@ -165,19 +167,43 @@ class ParquetSink:
         return record_counts(self.records)
 
 
-def check_output_dir(out: Path, resume: bool) -> None:
+def check_output_dir(out, resume: bool) -> None:
     """Refuse an output path that is not a directory, and a new run into a directory that
-    already holds committed rows."""
-    if out.exists() and not out.is_dir():
-        raise CurateError(f"the output directory {out} is a file; give a directory (new or empty, or the "
-                          "directory of the run to resume), e.g. --output out/run1")
-    blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise CurateError(f"cannot create the output directory {out}: {blocker} is a file; choose another path")
-    commits = out / META / "commits"
-    if not resume and commits.exists() and any(commits.glob("*.json")):
-        raise CurateError(f"{out} already holds the committed output of an earlier run; pass "
+    already holds committed rows (`out`: a path, a URL or a location)."""
+    loc = location(out)
+    if loc.remote:
+        _check_remote_output(loc)
+    else:
+        out = loc.root
+        if out.exists() and not out.is_dir():
+            raise CurateError(f"the output directory {out} is a file; give a directory (new or empty, or the "
+                              "directory of the run to resume), e.g. --output out/run1")
+        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise CurateError(f"cannot create the output directory {out}: {blocker} is a file; choose another path")
+    if not resume and loc.list(f"{META}/commits", "*.json"):
+        raise CurateError(f"{loc.spec} already holds the committed output of an earlier run; pass "
                           "resume=True (curate run --resume) to continue it, or choose an empty directory")
+
+
+def _check_remote_output(loc) -> None:
+    """An output URL names a prefix, never an object; a store that refuses (no bucket, no
+    permission, wrong endpoint) is reported naming the URL before the run starts."""
+    from curate.io.remote import StorageError, describe
+
+    bucket = loc.root.split("/", 1)[0]
+    try:
+        is_object, has_bucket = loc.is_file(), loc.fs.exists(bucket)
+    except Exception as exc:  # noqa: BLE001 - the store's client raises many kinds
+        raise StorageError(f"cannot use the output {loc.spec}: {describe(exc)}; check the bucket exists, the "
+                           "credentials (AWS_* variables) and the endpoint (AWS_ENDPOINT_URL)") from None
+    if not has_bucket:
+        raise StorageError(f"cannot use the output {loc.spec}: its bucket {bucket!r} does not exist (or these "
+                           "credentials cannot see it); create it first, or check AWS_ENDPOINT_URL and the AWS_* "
+                           "variables")
+    if is_object:
+        raise CurateError(f"the output {loc.spec} is an object, not a prefix; give a prefix (new or empty, or the "
+                          "output of the run to resume), e.g. --output s3://bucket/run1")
 
 
 class ShardWriter:
@@ -215,14 +241,14 @@ class ShardWriter:
         (parts, counts, peak, rewrites, removed)."""
         if flush != self._flush:  # a new flush (a failed one left nothing that is committed)
             self._flush, self._pending, self._parts, self._counts = flush, {}, {}, {}
-        stage = Path(stage_dir)
+        stage = location(stage_dir)
         for name, rows in buffer.items():
             if not rows:
                 continue
             expand_payloads(rows, values.__getitem__, output=name)
             opts = self.outputs[name]
             if opts["files"]:
-                spill_files(rows, opts["files"], stage / name)
+                spill_files(rows, opts["files"], stage.child(name))
             c = self._counts.setdefault(name, {})
             for r in rows:
                 c[r["status"]] = c.get(r["status"], 0) + 1
@@ -244,7 +270,7 @@ class ShardWriter:
         self._flush, self._pending, self._parts, self._counts = None, {}, {}, {}
         return out
 
-    def _write_part(self, stage: Path, name: str) -> None:
+    def _write_part(self, stage, name: str) -> None:
         """Write the pending tables of output `name` as the flush's next part, in the output's
         schema widened by its columns."""
         tables = self._pending.pop(name, [])
@@ -259,15 +285,13 @@ class ShardWriter:
             conformed = conform(table, safe)
         parts = self._parts.setdefault(name, {})
         file = f"part-{self._flush}.parquet" if not parts else f"part-{self._flush}_{len(parts):05d}.parquet"
-        self._schemas[name] = written = write(conformed, stage / name / file, self.row_group_rows)
+        self._schemas[name] = written = stage.write_parquet(conformed, f"{name}/{file}", self.row_group_rows)
         parts[f"{name}/{file}"] = written
 
-    def _rewrite(self, stage: Path, drop_roots: set, candidates: set) -> tuple[dict, dict]:
+    def _rewrite(self, stage, drop_roots: set, candidates: set) -> tuple[dict, dict]:
         """Bring every part of each output to its final schema: this flush's parts written
         before the schema widened, and the committed parts (staged under the same names, to be
         published by this flush's commit), leaving out the rows of `drop_roots`."""
-        import pyarrow.parquet as pq
-
         rewrites, removed = {}, {}
         for name in self.outputs:
             final = self._schemas.get(name)
@@ -276,8 +300,9 @@ class ShardWriter:
             mine = self._parts.get(name, {})
             for part, schema in mine.items():
                 if not same(schema, final):
-                    path = stage / name / Path(part).name
-                    mine[part] = write(conform(pq.read_table(path), final), path, self.row_group_rows)
+                    path = f"{name}/{Path(part).name}"
+                    table = conform(stage.read_parquet(path), final)
+                    mine[part] = stage.write_parquet(table, path, self.row_group_rows)
             staged, gone = self._disk.rewrite(name, final, stage, self.row_group_rows, drop_roots, candidates)
             if staged:
                 rewrites[name] = staged

@@ -84,35 +84,20 @@ def vector_lists(schema, known, table):
     return pa.schema(fields, metadata=schema.metadata) if changed else schema
 
 
-def write(table, path: Path, row_group_rows: int):
-    """Write `table` as a part file at `path` through a temporary name; returns the schema
-    as read back (Parquet's own spelling of nested types), which later parts are compared to."""
-    import os
-
-    import pyarrow.parquet as pq
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp, row_group_size=row_group_rows)
-    os.replace(tmp, path)
-    return pq.read_schema(path)
-
-
 class PartRewriter:
     """The committed parts of an output directory and their schemas, read when a run's writer
     starts (so a resumed run starts from the schema already on disk); rewrites into a flush's
     staging directory the parts that do not match an output's schema, or that hold rows of
     roots being replaced."""
 
-    def __init__(self, out: str | Path | None, names):
-        import pyarrow.parquet as pq
+    def __init__(self, out, names):
+        from curate.io.location import location
 
-        self.out = None if out is None else Path(out)
+        self.out = None if out is None else location(out)
         self.disk: dict[str, dict[str, object]] = {}  # output -> {part path in out: its schema}
         for name in names:
-            d = None if self.out is None else self.out / name
-            files = sorted(d.glob("*.parquet")) if d is not None and d.is_dir() else []
-            self.disk[name] = {f"{name}/{f.name}": pq.read_schema(f) for f in files}
+            files = self.out.list(name, "*.parquet") if self.out is not None else []
+            self.disk[name] = {f"{name}/{f}": self.out.read_schema(f"{name}/{f}") for f in files}
 
     def schema(self, name: str):
         """The schema that holds every committed part of output `name` (None: no part yet)."""
@@ -121,21 +106,21 @@ class PartRewriter:
             known = merge(known, s)
         return known
 
-    def rewrite(self, name: str, schema, stage: Path, row_group_rows: int, drop_roots: set[str],
+    def rewrite(self, name: str, schema, stage, row_group_rows: int, drop_roots: set[str],
                 candidates: set[str]) -> tuple[list[str], dict[str, int]]:
         """Stage rewrites of output `name`'s committed parts that differ from `schema`, or that
         are among `candidates` and hold rows whose root key is in `drop_roots` (those rows
-        left out). Returns the parts staged and the rows left out per status."""
+        left out), into the location `stage`. Returns the parts staged and the rows left out
+        per status."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         staged, removed = [], {}
         for part, s in self.disk[name].items():
             drop = bool(drop_roots) and part in candidates
             if same(s, schema) and not drop:
                 continue
-            table = pq.read_table(self.out / part)
+            table = self.out.read_parquet(part)
             if drop:
                 gone = pc.is_in(table.column("root_key"), value_set=pa.array(sorted(drop_roots), pa.string()))
                 for st in table.filter(gone).column("status").to_pylist():
@@ -143,7 +128,8 @@ class PartRewriter:
                 if pc.any(gone).as_py() is not True and same(s, schema):
                     continue  # none of its rows is replaced: nothing to rewrite
                 table = table.filter(pc.invert(gone))
-            self.disk[name][part] = write(conform(table, schema), stage / name / Path(part).name, row_group_rows)
+            self.disk[name][part] = stage.write_parquet(conform(table, schema), f"{name}/{Path(part).name}",
+                                                       row_group_rows)
             staged.append(part)
         return staged, removed
 

@@ -11,7 +11,7 @@ from curate.io.commits import META
 from curate.names import LINEAGE_COLUMNS
 
 
-def output_path(out: str | Path, name: str) -> Path:
+def output_path(out, name: str) -> Path:
     """The directory of output `name` in `out`; CurateError if `name` is not a directory
     directly inside `out` (a path, '..', or curate's own `_curate`): names come from a
     manifest too, and reading must not wander outside the output directory."""
@@ -21,44 +21,53 @@ def output_path(out: str | Path, name: str) -> Path:
     return Path(out) / name
 
 
-def read_table(out: str | Path, name: str):
+def read_table(out, name: str):
     """All committed rows of one output as one Arrow table: its part files read with the
     schema of all of them unified by name (`unified_schema`), not the first one's, so a
     column that a part lacks, or holds only nulls in, reads as None there and keeps its values
-    in the other parts."""
+    in the other parts. `out`: a path, a URL (`s3://bucket/out`) or a `curate.io.location`."""
     ds = require("pyarrow.dataset", "reading an output directory")
     import pyarrow as pa
 
-    d = output_path(out, name)
-    if not d.exists():
-        return pa.table({c: [] for c in LINEAGE_COLUMNS})
-    files = ds.dataset(d, format="parquet").files
+    from curate.io.location import location
+
+    loc = location(out)
+    if loc.remote:  # the published parts: every object there is committed (curate.io.commits)
+        output_path(loc.url, name)  # the same check of the name
+        fs, files = loc.fs, loc.arrow_paths(name)
+    else:
+        d, fs = output_path(loc.root, name), None
+        if not d.exists():
+            return pa.table({c: [] for c in LINEAGE_COLUMNS})
+        files = ds.dataset(d, format="parquet").files
     if not files:
         return pa.table({c: [] for c in LINEAGE_COLUMNS})
-    schema = unified_schema(files)
+    schema = unified_schema(files, filesystem=fs)
     if schema is None:  # kinds that cannot be promoted: as JSON text throughout, as within a part
         import pyarrow.parquet as pq
 
         from curate.io.rows import concat_tables
 
-        return concat_tables([pq.read_table(f) for f in files])
-    return ds.dataset(files, format="parquet", schema=schema).to_table()
+        return concat_tables([pq.read_table(f, filesystem=fs) for f in files])
+    return ds.dataset(files, format="parquet", schema=schema, filesystem=fs).to_table()
 
 
-def unified_schema(files: list[str]):
-    """The schema of the Parquet `files` read as one table: their columns by name, each type
-    promoted as the parts of one flush are (nulls to any type, ints to floats, structs merged);
-    None if a column's types cannot be promoted to one (ints in one part, text in another)."""
+def unified_schema(files: list[str], filesystem=None):
+    """The schema of the Parquet `files` (on `filesystem`: an fsspec one for object storage)
+    read as one table: their columns by name, each type promoted as the parts of one flush are
+    (nulls to any type, ints to floats, structs merged); None if a column's types cannot be
+    promoted to one (ints in one part, text in another)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        return pa.unify_schemas([pq.read_schema(f, filesystem=filesystem) for f in files],
+                                promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         return None
 
 
-def read_items(out: str | Path, name: str) -> list[Item]:
+def read_items(out, name: str) -> list[Item]:
     """Rows of an output as Items sorted by lineage. The value (of a PRESENT or DROPPED row) is
     the payload: the `value` column alone, or a dict of every column that is not a lineage
     column (payload fields keep their names as columns; a field named like a lineage column is

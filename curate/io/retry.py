@@ -12,25 +12,25 @@ record names them ("rewrites", "retried", "removed"): a kill leaves the old rows
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from curate.io.commits import shard_parts
 
 NOT_PRESENT = ("failed", "suppressed")  # root-level statuses that make a root a retry
 
 
-def failed_roots(out: Path, outputs) -> set[str]:
+def failed_roots(out, outputs) -> set[str]:
     """Root keys whose root-level row in any of `outputs` is failed or suppressed, read from
-    the committed parts (so directories written before commit records said so work too)."""
+    the committed parts (so directories written before commit records said so work too);
+    `out`: a path, a URL or a `curate.io.location`."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
+    from curate.io.location import location
+
+    loc = location(out)
     keys: set[str] = set()
     for name in outputs:
-        d = Path(out) / name
-        for f in sorted(d.glob("*.parquet")) if d.is_dir() else ():
-            t = pq.read_table(f, columns=["root_key", "lineage", "status"])
+        for f in loc.list(name, "*.parquet"):
+            t = loc.read_parquet(f"{name}/{f}", columns=["root_key", "lineage", "status"])
             root = pc.and_(pc.equal(pc.list_value_length(t.column("lineage")), 1),
                            pc.is_in(t.column("status"), value_set=pa.array(NOT_PRESENT)))
             keys.update(t.filter(root).column("root_key").to_pylist())
@@ -46,7 +46,7 @@ class Retry:
     """The failed committed roots of an output directory, which inputs replace them, and the
     committed parts that hold their rows."""
 
-    def __init__(self, out: Path, outputs, records: list[dict]):
+    def __init__(self, out, outputs, records: list[dict]):
         self.failed = failed_roots(out, outputs)
         self._left = set(self.failed)  # failed roots no input of this run has replaced yet
         self._by_path: dict[str, set[str]] = {}

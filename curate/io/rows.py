@@ -17,12 +17,11 @@ import enum
 import hashlib
 import json
 import os
-from pathlib import Path, PurePath
+from pathlib import PurePath, PurePosixPath
 
 from curate.core.lineage import entity_id
 from curate.core.outcome import Item, Status, has_value
 from curate.errors import CurateError, EngineError
-from curate.io.commits import inside
 from curate.names import (
     FILES_DIR,
     LINEAGE_COLUMNS,
@@ -156,38 +155,37 @@ def template_fields(row: dict) -> dict:
     return fields
 
 
-def spill_files(rows: list[dict], files: dict, out_dir: Path) -> None:
+def spill_files(rows: list[dict], files: dict, out_dir) -> None:
     """Write declared byte (or text) columns as files under `out_dir` (an output's directory,
-    or its staging twin) and replace the value by the relative path. Each file must land
-    under `_files/<column>/` of `out_dir` (EngineError otherwise, before writing)."""
+    or its staging twin: a path or a `curate.io.location`) and replace the value by the
+    relative path. Each file must land under `_files/<column>/` of `out_dir` (EngineError
+    otherwise, before writing); each is written whole (a temporary name and a rename, or one
+    object)."""
+    from curate.io.location import location
+
+    loc = location(out_dir)
     specs = {}
     for col, spec in files.items():
         parsed = file_spec(spec)
         if name_problem(col) is not None or col in LINEAGE_COLUMNS or parsed is None:
             raise EngineError(f"payload files column {col!r} ({spec!r}) is not a plain column name with a plain "
-                              f"extension and safe name template; files would land outside {out_dir / FILES_DIR}. "
+                              f"extension and safe name template; files would land outside {loc.show(FILES_DIR)}. "
                               "Pipeline.output should have refused it: please report it")
         specs[col] = parsed
-    files_dir = inside(out_dir / FILES_DIR, out_dir, "payload files directory") if files else None
+    files_dir = loc.inside(FILES_DIR, "", "payload files directory") if files else None
     for row in rows:
         for col, (ext, template) in specs.items():
             data = row.get(col)
             if data is None:
                 continue
             rel = file_name(row["entity_id"], col, ext, template, template_fields(row) if template else None)
-            target = out_dir / rel
-            resolved = inside(target, files_dir, f"payload file of column {col!r} for {row['entity_id']}")
-            parts = resolved.relative_to(files_dir).parts
-            if parts[0] != col or (template is None and parts != (col, Path(rel).name)):
-                raise EngineError(f"payload file of column {col!r} for {row['entity_id']} resolves to {resolved}, "
-                                  f"outside its own place {files_dir / col}; refusing to write there")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".tmp")
-            with open(tmp, "wb") as f:
-                f.write(data.encode("utf-8") if isinstance(data, str) else bytes(data))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
+            resolved = loc.inside(rel, files_dir, f"payload file of column {col!r} for {row['entity_id']}")
+            parts = PurePosixPath(resolved).relative_to(files_dir).parts
+            if parts[0] != col or (template is None and parts != (col, PurePosixPath(rel).name)):
+                raise EngineError(f"payload file of column {col!r} for {row['entity_id']} resolves to "
+                                  f"{loc.show(resolved)}, outside its own place {loc.show(f'{files_dir}/{col}')}; "
+                                  "refusing to write there")
+            loc.write_bytes(rel, data.encode("utf-8") if isinstance(data, str) else bytes(data))
             row[col] = rel
 
 
