@@ -356,3 +356,17 @@ def test_two_workers_copying_one_object_at_once_both_get_it_whole(store, cache):
     assert Path(got[0]).read_bytes() == VIDEO.read_bytes()
     assert [p.name for p in cache.iterdir()] == [Path(got[0]).name]
     assert objects.local_copy(str(VIDEO)) == str(VIDEO)  # a local path is its own copy
+
+
+def test_a_changed_endpoint_gets_a_new_client_and_the_same_one_is_reused(monkeypatch):
+    """fsspec's own instance cache leaves the environment out of its key: a process whose
+    AWS_ENDPOINT_URL changed (a test after another, a session pointed elsewhere) went on talking
+    to the first store it met."""
+    from curate.io import remote
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    first, _ = remote.filesystem("s3://bucket/key")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
+    second, path = remote.filesystem("s3://bucket/key")
+    assert second is not first and path == "bucket/key"
+    assert remote.filesystem("s3://bucket/other.pdf")[0] is second  # the same configuration: one client

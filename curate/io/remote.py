@@ -31,6 +31,8 @@ PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "a
 EXTRA = {"s3fs": "curate[s3]", "gcsfs": "curate[gcs]"}  # what installs each protocol's library
 ATTEMPTS = 4  # whole-operation tries on a transient error, after the client's own retries
 BACKOFF_S = 0.5  # first wait; doubled each try, with jitter
+CONFIG_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "CURATE_STORAGE_OPTIONS")
+_filesystems: dict[tuple, Any] = {}  # (protocol, options, config()) -> its file system, made once
 NOT_TRANSIENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError)
 
 
@@ -76,13 +78,27 @@ def filesystem(url: str):
         pkg = PACKAGES.get(proto, "fsspec")
         raise StorageError(f"{url}: reading or writing {proto}:// URLs needs fsspec and {pkg}; install them with: "
                            f"pip install \"{EXTRA.get(pkg, pkg)}\"") from None
-    try:
-        fs, path = fsspec.core.url_to_fs(url, **storage_options(proto))
-    except (ImportError, ValueError) as exc:
-        pkg = PACKAGES.get(proto)
-        hint = f"pip install \"{EXTRA.get(pkg, pkg)}\"" if pkg else "install the fsspec implementation of this protocol"
-        raise StorageError(f"{url}: no file system for {proto}:// ({exc}); {hint}") from None
-    return fs, path
+    opts = storage_options(proto)
+    key = (proto, json.dumps(opts, sort_keys=True, default=str), config())
+    fs = _filesystems.get(key)
+    if fs is None:
+        try:
+            # not fsspec's own instance cache: its key leaves out the environment, so a process whose
+            # AWS_ENDPOINT_URL (or keys) changed would go on talking to the store it first met
+            fs = fsspec.filesystem(proto, skip_instance_cache=True, **opts)
+        except (ImportError, ValueError) as exc:
+            pkg = PACKAGES.get(proto)
+            hint = f"pip install \"{EXTRA.get(pkg, pkg)}\"" if pkg else "install the fsspec implementation of this protocol"
+            raise StorageError(f"{url}: no file system for {proto}:// ({exc}); {hint}") from None
+        _filesystems[key] = fs
+    return fs, type(fs)._strip_protocol(url)
+
+
+def config() -> tuple:
+    """The environment a store's client reads its configuration from (`AWS_*`, `GOOGLE_*`, ...):
+    part of the key of the file systems `filesystem` keeps, so a changed endpoint or key gets a
+    new client."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(CONFIG_PREFIXES)))
 
 
 def url_of(fs, path: str) -> str:
