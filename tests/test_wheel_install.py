@@ -260,3 +260,37 @@ def test_video_captions_vllm_validates_and_is_refused_up_front_without_vllm(vide
                          "--set", "pools.captioner.init.model=/nonexistent", codes=(1,))
     assert "vllm (for captioner (QwenVL))" in r.stderr and 'pip install "curate[vllm]"' in r.stderr
     assert not out.exists()
+
+
+# Last in the module: it adds the s3 extra to the pdf venv, which the tests above use without it.
+def test_pdf_and_s3_extras_read_and_write_a_bucket(pdf_env, wheel, monkeypatch):
+    """pdf_to_markdown from the wheel with `curate[pdf,s3]`, its input and its output on a real S3
+    API (moto's server on 127.0.0.1, found through AWS_ENDPOINT_URL as MinIO would be), then
+    `curate inspect` and `curate show` on the S3 output."""
+    pytest.importorskip("moto.server", reason="moto[server] (the local S3 API server) is not installed")
+    import boto3
+    from s3server import CREDENTIALS, MotoServer, make_bucket
+
+    server = MotoServer()
+    try:
+        for k, v in {**CREDENTIALS, "AWS_ENDPOINT_URL": server.url}.items():
+            monkeypatch.setenv(k, v)  # the venv's curate finds the store through the standard variables
+        bucket = make_bucket(server.url, "wheel-corpus")
+        s3 = boto3.client("s3", endpoint_url=server.url)
+        for name in ("docling_2305.03393v1-pg9.pdf", "pdfjs_bug1020226_broken.pdf"):
+            s3.upload_file(str(PDFS / name), bucket, f"pdfs/{name}")
+        _ok(_sh([str(pdf_env.bin / "python"), "-m", "pip", "install", *PIP_OPTIONS, f"curate[s3] @ {wheel.as_uri()}"],
+                pdf_env.work, INSTALL_S))
+        out = f"s3://{bucket}/out"
+        r = pdf_env.curate("run", "pdf_to_markdown", "--input", f"s3://{bucket}/pdfs/*.pdf", "--output", out,
+                           "--no-progress", codes=(3,))  # the broken PDF fails alone: a partial run (EXIT_PARTIAL)
+        assert "pdfjs_bug1020226_broken.pdf" in r.stdout + r.stderr
+        listed = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]}
+        assert any(k.startswith("out/documents/part-") and k.endswith(".parquet") for k in listed)
+        assert not any("/_curate/staging/" in k for k in listed)  # nothing staged is left behind
+        inspected = pdf_env.curate("inspect", out).stdout
+        assert "documents" in inspected and "failed" in inspected
+        shown = pdf_env.curate("show", out, "documents", "0", "--column", "markdown").stdout
+        assert len(shown.split()) > 50  # the text-layer page's Markdown, read back from the bucket
+    finally:
+        server.close()
