@@ -144,7 +144,8 @@ class FlakyProxy:
 def s3_endpoint():
     """The endpoint URL of a moto server for the session, set as `AWS_ENDPOINT_URL` with test
     credentials in this process's environment (and so in every process started after)."""
-    pytest.importorskip("moto.server", reason="moto[server] (the local S3 API server) is not installed")
+    pytest.importorskip("moto.server", reason="moto's server mode (moto[s3], flask, flask-cors: the local S3 "
+                                              "API server) is not installed")
     server = MotoServer()
     saved = {k: os.environ.get(k) for k in [*CREDENTIALS, "AWS_ENDPOINT_URL"]}
     os.environ.update(CREDENTIALS, AWS_ENDPOINT_URL=server.url)

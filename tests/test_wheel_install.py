@@ -267,7 +267,8 @@ def test_pdf_and_s3_extras_read_and_write_a_bucket(pdf_env, wheel, monkeypatch):
     """pdf_to_markdown from the wheel with `curate[pdf,s3]`, its input and its output on a real S3
     API (moto's server on 127.0.0.1, found through AWS_ENDPOINT_URL as MinIO would be), then
     `curate inspect` and `curate show` on the S3 output."""
-    pytest.importorskip("moto.server", reason="moto[server] (the local S3 API server) is not installed")
+    pytest.importorskip("moto.server", reason="moto's server mode (moto[s3], flask, flask-cors: the local S3 "
+                                              "API server) is not installed")
     import boto3
     from s3server import CREDENTIALS, MotoServer, make_bucket
 
