@@ -43,14 +43,21 @@ def inside(path: Path, base: Path, what: str) -> Path:
     return resolved
 
 
-def write_json_atomic(path: Path, data) -> None:
-    """Write JSON to a temporary name, fsync, rename: a reader sees the old or the new file."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
+def write_whole(target: Path, data: bytes) -> None:
+    """Write `data` to a temporary name beside `target`, fsync, rename: a reader sees the old
+    file or the new one, never part of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, path)
+    os.replace(tmp, target)
+
+
+def write_json_atomic(path: Path, data) -> None:
+    """Write JSON whole (`write_whole`), then fsync the directory's entries."""
+    write_whole(path, _json_bytes(data))
     sync_file(path.parent)
 
 
@@ -81,6 +88,7 @@ class LocalDir:
     and symlink-resolving guards."""
 
     remote = False
+    fs = None  # pyarrow's own local file system
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -133,14 +141,7 @@ class LocalDir:
         return self.path(rel).read_text()
 
     def write_bytes(self, rel: str, data: bytes) -> None:
-        target = self.path(rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        write_whole(self.path(rel), data)
 
     def write_json(self, rel: str, data) -> None:
         write_json_atomic(self.path(rel), data)
@@ -185,6 +186,10 @@ class LocalDir:
         import pyarrow.parquet as pq
 
         return pq.read_schema(self.path(rel))
+
+    def arrow_paths(self, rel: str, pattern: str = "*.parquet") -> list[str]:
+        """The paths of the files `list` names, for pyarrow (with `self.fs`)."""
+        return [str(self.path(f"{rel}/{n}")) for n in self.list(rel, pattern)]
 
     def read_parquet(self, rel: str, columns=None):
         import pyarrow.parquet as pq

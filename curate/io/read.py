@@ -32,14 +32,8 @@ def read_table(out, name: str):
     from curate.io.location import location
 
     loc = location(out)
-    if loc.remote:  # the published parts: every object there is committed (curate.io.commits)
-        output_path(loc.url, name)  # the same check of the name
-        fs, files = loc.fs, loc.arrow_paths(name)
-    else:
-        d, fs = output_path(loc.root, name), None
-        if not d.exists():
-            return pa.table({c: [] for c in LINEAGE_COLUMNS})
-        files = ds.dataset(d, format="parquet").files
+    output_path(loc.spec, name)  # the check of the name
+    fs, files = loc.fs, loc.arrow_paths(name)  # the published parts: each one committed (curate.io.commits)
     if not files:
         return pa.table({c: [] for c in LINEAGE_COLUMNS})
     schema = unified_schema(files, filesystem=fs)
