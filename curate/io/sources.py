@@ -227,7 +227,11 @@ def _sha256_file(path: str | os.PathLike) -> str:
 
 def parent_dir(path: str) -> str:
     """The directory holding a file (made absolute), or the prefix holding an object's URL."""
-    return path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(os.path.abspath(path))
+    if is_url(path):
+        from curate.io.listing import parent
+
+        return parent(path)
+    return os.path.dirname(os.path.abspath(path))
 
 
 def _join(base_dir: str | os.PathLike, path: str | os.PathLike) -> str:
