@@ -117,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("output", help="the output's name, e.g. documents")
     sh.add_argument("row", nargs="?", default="0", help="a row number in lineage order (default 0) or an entity id")
     sh.add_argument("--column", help="the column to print in full (default: the row's longest text)")
+    sh.add_argument("--version", type=int, help="as it was after this version (1: the run's own rows; default: "
+                                                "the latest, see `curate rerun`)")
     sh.set_defaults(func=cmd_show)
     rp = sub.add_parser("report", help="write report.png and summary.md for a run")
     rp.add_argument("out")
@@ -126,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
     from curate.dedup.cli import add_parser as _dedup_parser  # `curate dedup`: its own module
 
     _dedup_parser(sub)
+    from curate.rerun.cli import add_parser as _rerun_parser  # `curate rerun`: its own module
+
+    _rerun_parser(sub)
     return p
 
 
@@ -157,8 +162,11 @@ def cmd_validate(args) -> int:
     recipe, found = _load(args)
     plan = compile_plan(recipe.pipeline)
     where = f" ({found.path})" if found else ""
+    from curate.rerun.build import compile_entries
+
+    reruns = compile_entries(recipe.data)  # each rerun: entry builds as a recipe of its own
     print(f"{args.recipe}{where}: ok ({len(plan.calls)} calls on {len(plan.pools)} pools; outputs "
-          f"{', '.join(plan.outputs)})")
+          f"{', '.join(plan.outputs)}" + (f"; rerun steps {', '.join(reruns)}" if reruns else "") + ")")
     _warn_missing_modules(recipe, plan)
     needed = bundled.input_needed(recipe, found, args.recipe)
     if needed:  # fine for a recipe meant for --input: a note, not an error
@@ -274,6 +282,11 @@ def cmd_inspect(args) -> int:
         print("no rows committed yet")
     for name, c in counts.items():
         print(f"{name}: " + (", ".join(f"{n} {st}" for st, n in sorted(c.items())) or "no rows"))
+    for v in d.manifest().get("reruns", []):  # versions beside the rows above (curate.rerun.versions)
+        rows = "; ".join(f"{name} {sum(c.values())}" for name, c in (v.get("rows") or {}).items())
+        print(f"version {v['version']} ({v['dir']}): rerun --step {v['step']}"
+              + (f" --where {v['where']!r}" if v.get("where") else "") + f", {v['status']}"
+              + (f", rows replaced: {rows}" if rows else ""))
     failed = d.failed_roots()
     if failed:
         print(f"\n{len(failed)} input(s) FAILED or were SUPPRESSED; after fixing the cause, "
@@ -287,7 +300,7 @@ def cmd_inspect(args) -> int:
 
 def cmd_show(args) -> int:
     d = OutputDir(args.out)
-    row = d.row(args.output, args.row)
+    row = d.row(args.output, args.row, version=args.version)
     texts = {k: v for k, v in row.items() if isinstance(v, str) and k not in ("root_key", "entity_id", "parent_id",
                                                                              "status", "cause", "cause_kind")}
     column = args.column or max(texts, key=lambda k: len(texts[k]), default=None)

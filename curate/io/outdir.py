@@ -110,14 +110,15 @@ class OutputDir:
         ranked = sorted(found.items(), key=lambda kv: -kv[1][0])[:top]
         return [(cause, n, ex) for cause, (n, ex) in ranked]
 
-    def row(self, output: str, which: str) -> dict:
-        """One row of an output: the `which`-th in lineage order, or the row of an entity id."""
+    def row(self, output: str, which: str, version: int | None = None) -> dict:
+        """One row of an output: the `which`-th in lineage order, or the row of an entity id, in
+        its latest version (`version`: as it was after that one; `curate.rerun.versions`)."""
         from curate.io.read import read_table
 
         outputs = self.manifest()["pipeline"]["outputs"]
         if output not in outputs:
             raise CurateError(f"{self.path} has no output {output!r}; its outputs are {sorted(outputs)}")
-        rows = sorted(read_table(self.loc, output).to_pylist(), key=lambda r: r["lineage"])
+        rows = sorted(read_table(self.loc, output, version=version).to_pylist(), key=lambda r: r["lineage"])
         if which.isdigit():
             if int(which) >= len(rows):
                 raise CurateError(f"output {output!r} has {len(rows)} committed rows; give a number below that")

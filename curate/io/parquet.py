@@ -42,7 +42,7 @@ class ParquetSink:
     def __init__(self, out: str | Path, outputs: dict[str, dict], run_id: str, *,
                  shard_rows: int = defaults.DEFAULT_SHARD_ROWS, flush_s: float = defaults.DEFAULT_FLUSH_S,
                  row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 part_bytes: int = PART_BYTES, retry_failed: bool = False):
+                 part_bytes: int = PART_BYTES, retry_failed: bool = False, rows=None):
         require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
         self.loc = location(out)
@@ -51,6 +51,7 @@ class ParquetSink:
         self.run_id = run_id
         self.shard_rows, self.flush_s, self.row_group_rows = shard_rows, flush_s, row_group_rows
         self.chunk_rows, self.part_bytes = max(1, chunk_rows), part_bytes
+        self.row_hook = rows  # (output, row) -> the row to write, or None to leave it out (curate rerun)
         self.log = CommitLog(self.loc)
         try:
             self.records = self.log.recover()
@@ -98,7 +99,10 @@ class ParquetSink:
             for name, items in rows.items():
                 buf = self._buffer[name]
                 for it in items:
-                    buf.append(item_row(it, root_key, defer=True, output=name))
+                    row = item_row(it, root_key, defer=True, output=name)
+                    if self.row_hook is not None and (row := self.row_hook(name, row)) is None:
+                        continue
+                    buf.append(row)
                     self._rows += 1
                     self._buffered += 1
                     in_root += 1

@@ -21,11 +21,27 @@ def output_path(out, name: str) -> Path:
     return Path(out) / name
 
 
-def read_table(out, name: str):
-    """All committed rows of one output as one Arrow table: its part files read with the
-    schema of all of them unified by name (`unified_schema`), not the first one's, so a
-    column that a part lacks, or holds only nulls in, reads as None there and keeps its values
-    in the other parts. `out`: a path, a URL (`s3://bucket/out`) or a `curate.io.location`."""
+def read_table(out, name: str, version: int | None = None):
+    """All committed rows of one output as one Arrow table, in its latest version: where
+    `curate rerun` wrote versions beside the run's rows, each entity's row comes from the
+    newest version that has one, with a `version` column (`version=k`: as it was after version
+    k; 1: the run's own rows). See `curate.rerun.versions`. `out`: a path, a URL
+    (`s3://bucket/out`) or a `curate.io.location`."""
+    from curate.io.location import location
+    from curate.rerun import versions
+
+    loc = location(out)
+    versions.check_version(loc, version)
+    base = read_parts(loc, name)
+    newer = [] if version == 1 else versions.deltas(loc, name, upto=version)
+    return versions.overlay(base, newer) if newer else base
+
+
+def read_parts(out, name: str):
+    """The committed rows of one output directory's output `name` (no versions): its part files
+    read with the schema of all of them unified by name (`unified_schema`), not the first
+    one's, so a column that a part lacks, or holds only nulls in, reads as None there and keeps
+    its values in the other parts."""
     ds = require("pyarrow.dataset", "reading an output directory")
     import pyarrow as pa
 

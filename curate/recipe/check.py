@@ -74,6 +74,9 @@ def check(data: dict, lines) -> Checked:
     c.unknown_keys(("run",), run, RUN_KEYS, "run")
     run_options = c.params(("run",), run, RUN_KEYS, "run")
     dedup = c.dedup()
+    from curate.rerun.build import entry_problems
+
+    c.problems += entry_problems(data.get("rerun"), lines.at)
     if complete:
         c.compile(pipe)
     return Checked(pipe if complete else None, run_options, c.problems, dedup)

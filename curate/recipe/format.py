@@ -11,7 +11,7 @@ from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
 from curate.resources import Resources
 
 # ---- the format: keys each mapping may hold, and what a good value is -------------------------
-TOP_KEYS = ("name", "description", "domains", "pools", "steps", "outputs", "input", "extensions", "run", "dedup")
+TOP_KEYS = ("name", "description", "domains", "pools", "steps", "outputs", "input", "extensions", "run", "dedup", "rerun")
 OPS = ("expand", "map", "filter", "reduce", "zip", "broadcast")
 OP_KEYS = {"expand": ("from", "into"), "map": ("from",), "filter": ("from",),
            "reduce": ("from", "on_child_failure"), "broadcast": ("from", "onto")}
