@@ -7,8 +7,8 @@ changed: those of the entities it re-ran, of their descendants, and of their anc
 whose clips were re-captioned). Each such row keeps its entity id and lineage and carries
 `version`. The rows of version k-1 stay as they were.
 
-Reading an output (`curate.io.read.read_table`, and so `curate show`, `inspect`, `eval`,
-`RunResult`) gives its latest version by default: each entity's row from the newest version
+Reading an output (`curate.io.read.read_table`, and so `curate show`, `eval` and the causes
+`curate inspect` lists) gives its latest version by default: each entity's row from the newest version
 that has one, in lineage order. `version=k` reads the output as it was after version k
 (`version=1`: the run's own rows). Readers of the Parquet files themselves see version 1 in
 `OUT/<output>/` (pyarrow, pandas and DuckDB skip the `_`-named directories) and a version's
