@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,17 @@ def ray_cluster():
         ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """The tiny Qwen2.5-VL, built once a session by `python -m curate.models.tiny_checkpoints PATH`
+    in a subprocess, so torch stays out of the test process (whose peak memory some tests check)."""
+    path = tmp_path_factory.mktemp("tiny-qwen25vl")
+    proc = subprocess.run([sys.executable, "-m", "curate.models.tiny_checkpoints", str(path)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return str(path)
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -236,15 +234,6 @@ def test_driver_memory_stays_bounded(pdf_runs):
 
 
 # ---- videos -> captioned clips -----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """The tiny Qwen2.5-VL, built by `python -m curate.models.tiny_checkpoints PATH` in a subprocess, so
-    torch stays out of this process (the driver, whose peak memory is checked)."""
-    path = tmp_path_factory.mktemp("tiny-qwen25vl")
-    proc = subprocess.run([sys.executable, "-m", "curate.models.tiny_checkpoints", str(path)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return str(path)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ row and none of the payload columns."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -69,14 +67,6 @@ def test_pdf_to_markdown_reads_alike_in_every_reader(pdf_out, ray_cluster, capsy
     check(pdf_out, "documents", capsys)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """The tiny Qwen2.5-VL, built offline by `python -m curate.models.tiny_checkpoints PATH`."""
-    path = tmp_path_factory.mktemp("tiny-qwen25vl")
-    proc = subprocess.run([sys.executable, "-m", "curate.models.tiny_checkpoints", str(path)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return str(path)
 
 
 def test_video_captions_reads_alike_in_every_reader(tmp_path, tiny_model, ray_cluster, capsys):
