@@ -198,7 +198,7 @@ def test_a_staged_file_the_store_refuses_fails_its_item_alone_naming_the_output(
     assert sorted(r["status"] for r in rows) == ["failed"] + ["present"] * (N - 1)
     (bad,) = [r for r in rows if r["status"] == "failed"]
     assert bad["cause_kind"] == "storage" and f"{url}/_curate/staging/files/" in bad["cause"]
-    assert "writable" in bad["cause"] and "--resume" in bad["cause"]
+    assert "writable" in bad["cause"] and "--retry-failed" in bad["cause"]
     assert written(res)["files_written_by_workers"] == N - 1
     assert sorted(files(url, "blobs")) == sorted(r["blob"].removeprefix("_files/") for r in rows if r["blob"])
     assert location(url).files("_curate/staging") == []

@@ -20,7 +20,10 @@ The same protocol runs on object storage (`s3://bucket/out`, through `curate.io.
 which has no atomic rename: staged objects have names unique to their flush (run id and
 sequence), the commit record is one PUT (visible whole or not at all: no temporary name), and
 publication copies each staged object into place, then deletes it (see `_publish` for why a
-kill between copies is safe). Readers list `<output>/*.parquet`, where only published, and so
+kill between copies is safe). Payload files that workers staged themselves (under
+`_curate/staging/files/<run>/`, `curate.io.staged_files`) are named by the record's "files"
+and moved the same way; recovery deletes every staged file no committed record names.
+Readers list `<output>/*.parquet`, where only published, and so
 committed, parts ever appear; staging lives under `_curate/`, which no reader lists."""
 
 from __future__ import annotations

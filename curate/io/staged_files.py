@@ -113,9 +113,9 @@ class FileStaging:
                 continue
             try:
                 values[i] = [self._row(loc, c, specs) for c in v] if kind == "expand" else self._row(loc, v, specs)
-            except Exception as exc:  # noqa: BLE001 - the store's client raises many kinds
+            except _Refused as refused:
                 codes = list(codes) if codes is not None else [PRESENT] * len(values)
-                codes[i], causes[i], values[i] = FAILED, self._cause(loc, exc, name), None
+                codes[i], causes[i], values[i] = FAILED, self._cause(loc, refused.error, name), None
         return BatchReport(values, codes, causes, rep.nbytes)
 
     def _row(self, loc, value, specs: dict[str, str]) -> StagedRow:
@@ -128,7 +128,10 @@ class FileStaging:
                 continue  # None (no file), or a value the writer reports as it always did
             raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
             rel = f"{self.prefix}/{uuid.uuid4().hex}{ext}"
-            loc.write_bytes(rel, raw)
+            try:
+                loc.write_bytes(rel, raw)
+            except Exception as exc:  # noqa: BLE001 - the store's client raises many kinds
+                raise _Refused(exc) from exc
             fields[col] = StagedFile(rel, len(raw))
         return StagedRow(fields)
 
@@ -139,7 +142,15 @@ class FileStaging:
         return Cause("storage", f"its payload file could not be written to {where}: {describe(exc)}; check that "
                      "the output location is writable from every worker (disk space and permissions, or for "
                      "object storage the bucket, the AWS_* credentials and AWS_ENDPOINT_URL on each node), "
-                     "then run again with --resume", call, type(exc).__name__)
+                     "then run again with --retry-failed", call, type(exc).__name__)
+
+
+class _Refused(Exception):
+    """The output location refused a staged file (`error`): its item FAILS, not its batch."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
