@@ -257,9 +257,8 @@ def test_recovery_moves_committed_staged_files_once_and_deletes_the_rest(tmp_pat
                          ids=["not-staged-by-workers", "no-column", "other-output", "escapes-staging"])
 def test_a_commit_record_moving_a_staged_file_out_of_its_place_is_refused(tmp_path, pair):
     log, out, record = _committed_with_staged_files(tmp_path)
-    record["files"]["blobs"] = [pair]
-    (out / "_curate" / "commits" / "run1-00000.json").write_text(json.dumps(record))
+    record["files"]["blobs"] = [[f"{STAGED_FILES}/run1/b.bin", "_files/blob/b.bin"], pair]
     with pytest.raises(EngineError, match="refusing|not inside|outside"):
-        log.recover()
-    assert files(out, "blobs") == {} and (out / STAGED_FILES / "run1" / "a.bin").read_bytes() == b"A"
+        log.commit(dict(record, flush="run1-00001"))  # every path checked before the first moves
+    assert files(out, "blobs") == {} and (out / STAGED_FILES / "run1" / "b.bin").read_bytes() == b"B"
 

@@ -162,16 +162,17 @@ class CommitLog:
                 raise FileNotFoundError(f"committed shard {loc.show(dst)} is missing from {loc}; "
                                         "the output directory was modified by hand")
         for output, pairs in rec.get("files", {}).items():
-            file_moves.extend(m for m in _staged_moves(loc, flush, output, pairs)
-                              if staged_files is None or m[0] in staged_files)
+            file_moves.extend(_staged_moves(loc, flush, output, pairs, staged_files))
         for src, dst in file_moves:
             loc.move(src, dst)
         loc.delete_tree(stage)  # nothing there (already published) is fine
 
 
-def _staged_moves(loc, flush: str, output: str, pairs) -> list[tuple[str, str]]:
+def _staged_moves(loc, flush: str, output: str, pairs, only: set[str] | None) -> list[tuple[str, str]]:
     """The moves of payload files a commit record names for `output`, each checked before any
-    moves: from under `_curate/staging/files/` to under `<output>/_files/<column>/`."""
+    moves: from under `_curate/staging/files/` to under `<output>/_files/<column>/`. With `only`
+    (recovery: the staged files still there), the others are passed over unchecked: they were
+    moved already, and a resume of 100,000 files resolves no path it does not move."""
     what = "(a commit record edited by hand, or a bug in curate: please report it)"
     out_dir = loc.inside(output, "", f"output {output!r} of flush {flush!r}")
     if out_dir == META or out_dir.startswith(META + "/") or not isinstance(pairs, list):
@@ -182,6 +183,8 @@ def _staged_moves(loc, flush: str, output: str, pairs) -> list[tuple[str, str]]:
     for pair in pairs:
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise EngineError(f"flush {flush!r} names the payload file move {pair!r}, not [staged, final] {what}")
+        if only is not None and pair[0] not in only:
+            continue
         src = loc.inside(pair[0], STAGED_FILES, f"staged payload file of output {output!r}")
         dst = loc.inside(f"{out_dir}/{pair[1]}", files_dir, f"payload file {pair[1]!r} of output {output!r}")
         if len(posixpath.relpath(dst, loc.inside(files_dir, out_dir, "payload files directory")).split("/")) < 2:
