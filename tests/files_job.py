@@ -34,7 +34,8 @@ def make(docs):
 
 def build() -> cu.Pipeline:
     pipe = cu.Pipeline(cu.Domain("doc"))
-    pipe.output("blobs", pipe.source.map(cu.stage(make, batch_size=1)), files={"blob": {"ext": ".bin", "name": "{key}"}})
+    made = pipe.source.map(cu.stage(make, batch_size=1))
+    pipe.output("blobs", made, files={"blob": {"ext": ".bin", "name": "{key}"}})
     return pipe
 
 
