@@ -88,7 +88,9 @@ class EngineError(CurateError):
 class Cause:
     """Why an item is not PRESENT: who must act (`kind`), a message, and where it came from."""
 
-    kind: str  # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "setup" | "group" | "item" | "lost"
+    # "user_code" | "input" | "transient" | "worker_died" | "timeout" | "setup" | "group" | "item" | "lost"
+    # | "storage" (the output location refused an item's payload file: curate.io.staged_files)
+    kind: str
     message: str
     call: str = ""  # name of the Call where it happened
     error_type: str = ""  # exception class name, when an exception caused it

@@ -21,6 +21,7 @@ class RunStats:
     restarted_roots: int  # roots run again after a payload they needed was lost with a node
     timeline: tuple = ()  # (call id, start_s, seconds, items, worker) per batch
     writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
+    payload_files: dict = field(default_factory=dict)  # the sink's payload files: who wrote how many, how many bytes
 
 
 @dataclass
@@ -74,6 +75,12 @@ class RunMetrics:
     workers_ready_s: float | None = None  # Ray: until every actor the run started answered; the pools' later actors start while the first work
     driver_peak_rss: int = 0  # bytes: the driver process's peak resident memory (so far, at the run's end)
     writer_peak_rss: int = 0  # bytes: the Parquet writer actor's peak (Ray; 0: none, or it is the driver)
+    # payload files (`files=`) of the committed rows: staged by the workers that made them, and
+    # written by the sink's writer (outputs whose port is not a Call's own value: see Pipeline.output)
+    files_written_by_workers: int = 0
+    file_bytes_by_workers: int = 0
+    files_through_writer: int = 0
+    file_bytes_through_writer: int = 0
     timeline: list = field(default_factory=list)  # (call, start_s, seconds, items, worker) per batch
 
     @property
@@ -93,6 +100,8 @@ class RunMetrics:
             "first_root_s": self.first_root_s, "roots": self.roots, "stale_reports": self.stale_reports, "restarted_roots": self.restarted_roots,
             "grains": self.grains,
             "driver_peak_rss": self.driver_peak_rss, "writer_peak_rss": self.writer_peak_rss,
+            **{k: getattr(self, k) for k in ("files_written_by_workers", "file_bytes_by_workers", "files_through_writer",
+                                             "file_bytes_through_writer")},
             "calls": {n: dict(asdict(c), batch_fill=c.batch_fill) for n, c in self.calls.items()},
             "pools": {n: asdict(p) for n, p in self.pools.items()},
             "timeline": [list(e) for e in self.timeline],
@@ -117,7 +126,16 @@ class RunMetrics:
                          + ("" if not workers else "; workers " + ", ".join(
                              f"{n} {v / 2**20:.0f} MiB" + (f" (private {u / 2**20:.0f})" if u else "")
                              for n, (v, u) in workers.items())))
+        if self.files_written_by_workers or self.files_through_writer:
+            lines.append(payload_files_line(self.to_dict()))
         return "\n".join(lines)
+
+
+def payload_files_line(m: dict) -> str:
+    """Who wrote the payload files, from `RunMetrics.to_dict()` (or metrics.json)."""
+    return (f"payload files: {m.get('files_written_by_workers', 0)} written by the workers that made them "
+            f"({m.get('file_bytes_by_workers', 0) / 2**20:.1f} MiB), {m.get('files_through_writer', 0)} through "
+            f"the Parquet writer ({m.get('file_bytes_through_writer', 0) / 2**20:.1f} MiB)")
 
 
 def collect(plan: Plan, sched, stats: RunStats, pools_run: list) -> RunMetrics:
@@ -140,4 +158,4 @@ def collect(plan: Plan, sched, stats: RunStats, pools_run: list) -> RunMetrics:
     return RunMetrics(calls, pools, stats.wall_s, stats.first_root_s, stats.roots, sched.stale_reports,
                       restarted_roots=stats.restarted_roots, startup_s=stats.startup_s,
                       workers_ready_s=stats.workers_ready_s, timeline=timeline, driver_peak_rss=peak_rss(),
-                      writer_peak_rss=stats.writer_peak_rss)
+                      writer_peak_rss=stats.writer_peak_rss, **stats.payload_files)

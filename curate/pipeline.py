@@ -234,6 +234,14 @@ class Pipeline:
         template (fields: name (the input's file stem), key (stem plus 8 hex, unique per input),
         ordinal, lineage, or a payload field) instead of a digest of the entity id.
 
+        Payload files are written by the workers of the Call that made them when `port` is that
+        Call's own value (a map, expand or reduce) and no other step or output reads it: the
+        bytes never reach the writer on the driver's node (on Ray with a local directory, only
+        workers on the driver's node do; the others leave them to the writer). When `port` is
+        a filter, zip or broadcast, or a value another step also reads, the writer writes them
+        from the bytes it is sent, as for every output before: map the port once more (a
+        stage that returns its value) to have the workers write them.
+
         `name` is one plain path component (`out/<name>/`): a letter or digit, then letters,
         digits, '_', '-', '.', at most 100 characters. Files columns and schema columns are
         plain names of the same form, never a lineage column; an extension looks like '.jpg',

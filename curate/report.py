@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.metrics import payload_files_line
 
 INSTALL_HINT = 'pip install "curate[report]"'
 FIGSIZE = (14, 10)  # inches; at DPI below, 1400x1000 px: readable on a laptop screen
@@ -264,6 +265,8 @@ def _overview(m: dict) -> str:
              f"- batches: {batches}; stale reports: {m['stale_reports']}"]
     if len(m["timeline"]) < batches:
         lines.append(f"- the timeline holds {len(m['timeline'])} of the {batches} batches")
+    if m.get("files_written_by_workers") or m.get("files_through_writer"):
+        lines.append(f"- {payload_files_line(m)}")
     return "\n".join(lines)
 
 

@@ -37,7 +37,8 @@ class Driver:
     called once the workers are up (the cluster is the Ray executor's ClusterInfo, or None).
 
     What an executor may call (the whole executor-facing API; nothing else):
-    `plan`, `sched` (the Scheduler: reserve/complete/fail/requeue/ready/stale_reports);
+    `plan`, `sched` (the Scheduler: reserve/complete/fail/requeue/ready/stale_reports),
+    `file_staging` (what workers hand to `FileStaging.stage` after each batch, or None);
     `use_cluster(c)` and `plan_replicas(pool, n)` before the loop; `started_workers(store)`
     once its workers are up and `workers_ready()` once every one answered; then a loop on
     `step()`, its own dispatch (`next_call(pool, idle)`, `downstream_first(calls)`) and
@@ -72,6 +73,8 @@ class Driver:
         self._progress = progress
         self._on_start = on_start
         self._input_digests: dict[str, str] | None = getattr(sink, "input_digests", None)  # for the sink
+        staging = getattr(sink, "file_staging", None)  # a sink whose payload files workers may write
+        self._file_staging = staging(plan) if staging is not None else None
         self._store: ValueStore = LocalStore()
         self._cluster = None
         self._starting = True  # until the workers are up: nothing admitted yet, a Ctrl-C stops at once
@@ -105,6 +108,12 @@ class Driver:
     def sched(self) -> Scheduler:
         """The run's Scheduler (executors reserve, complete, fail and requeue batches on it)."""
         return self._sched
+
+    @property
+    def file_staging(self):
+        """What workers need to write the payload files of the sink's outputs themselves
+        (`curate.io.staged_files.FileStaging`), or None: the sink's writer writes them."""
+        return self._file_staging
 
     @property
     def sink(self) -> Sink:
@@ -171,7 +180,8 @@ class Driver:
         return RunStats(wall_s=time.perf_counter() - self._started, startup_s=self._startup_s,
                         workers_ready_s=self._workers_ready_s, first_root_s=self._first_root_s,
                         roots=self._roots_done, skipped=self._skipped, restarted_roots=self._restarted_roots,
-                        timeline=tuple(self._timeline), writer_peak_rss=getattr(self._sink, "writer_peak_rss", 0))
+                        timeline=tuple(self._timeline), writer_peak_rss=getattr(self._sink, "writer_peak_rss", 0),
+                        payload_files=dict(getattr(self._sink, "payload_files", {})))
 
     # ---- for executors ------------------------------------------------------------------
     def started_workers(self, store: ValueStore | None = None) -> None:

@@ -12,7 +12,9 @@ from curate.value_store import LocalStore, ValueStore
 class Sink(Protocol):
     """Where finished roots go: memory (MemorySink) or Parquet (curate.io.parquet.ParquetSink).
     Rows reach the sink with the store's value references in their PRESENT and DROPPED items
-    (`has_value`); the sink fetches them (`store.fetch`) or has them fetched where it writes (`store.place`)."""
+    (`has_value`); the sink fetches them (`store.fetch`) or has them fetched where it writes (`store.place`).
+    A sink may also have `file_staging(plan)`: what the workers need to write its outputs' payload
+    files themselves (`curate.io.staged_files.FileStaging`, or None), asked for once by the Driver."""
 
     def bind(self, store: ValueStore) -> None:
         """Called once the executor's workers are up, before the first root."""

@@ -33,6 +33,7 @@ class _Worker(threading.Thread):
         self.stats = WorkerStats()
         self.abandoned = False  # timed out: replaced, and whatever it reports is dropped
         self.replica: Replica | None = None  # the replica it is in this run
+        self.staging = None  # the run's FileStaging: its Calls' payload files are written here
         self._obj = None
 
     def _fn(self, call):
@@ -53,6 +54,8 @@ class _Worker(threading.Thread):
                 t0, wall = time.perf_counter(), time.time()
                 try:
                     result = run_batch(self._fn(call), call.kind, batch.inputs, call.name)
+                    if self.staging is not None:
+                        result = self.staging.stage(batch.call, call.kind, result, call.name)
                 except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
                     result = Cause.from_exception(exc, call.name)
                 seconds = time.perf_counter() - t0
@@ -111,6 +114,8 @@ class LocalExecutor:
     def execute(self, driver) -> list[PoolReport]:
         plan = driver.plan
         run = LocalRun(driver, self._take(plan), self._outbox)
+        for r in run.replicas():
+            r.handle.staging = driver.file_staging
         for p in run.pools:
             driver.plan_replicas(p.index, len(p.workers))
         driver.started_workers()
@@ -190,6 +195,7 @@ class LocalRun(ExecutorRun):
         replica.flight.clear()
         old.inbox.put(None)
         fresh = _Worker(old.pool, self.plan, self.outbox, replica.index)
+        fresh.staging = old.staging
         fresh.start()
         pool = replica.pool
         new = pool.workers[replica.index] = _replica(pool, replica.index, fresh)

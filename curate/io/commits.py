@@ -20,7 +20,10 @@ The same protocol runs on object storage (`s3://bucket/out`, through `curate.io.
 which has no atomic rename: staged objects have names unique to their flush (run id and
 sequence), the commit record is one PUT (visible whole or not at all: no temporary name), and
 publication copies each staged object into place, then deletes it (see `_publish` for why a
-kill between copies is safe). Readers list `<output>/*.parquet`, where only published, and so
+kill between copies is safe). Payload files that workers staged themselves (under
+`_curate/staging/files/<run>/`, `curate.io.staged_files`) are named by the record's "files"
+and moved the same way; recovery deletes every staged file no committed record names.
+Readers list `<output>/*.parquet`, where only published, and so
 committed, parts ever appear; staging lives under `_curate/`, which no reader lists."""
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from curate.io.location import inside, location, sync_file, write_json_atomic  #
 
 META = "_curate"
 COMMITS, STAGING = f"{META}/commits", f"{META}/staging"
+STAGED_FILES = f"{STAGING}/files"  # payload files staged by workers (curate.io.staged_files)
 
 
 def record_counts(records: list[dict]) -> dict[str, dict[str, int]]:
@@ -78,10 +82,11 @@ class CommitLog:
         commit records."""
         records = self.records()
         committed = set()
+        staged = {f"{STAGED_FILES}/{f}" for f in self.loc.files(STAGED_FILES)}  # one listing, not a check per file
         for rec in records:
             committed.add(rec["flush"])
-            self._publish(rec)
-        for name in self.loc.list(STAGING):
+            self._publish(rec, staged)
+        for name in self.loc.list(STAGING):  # files/ too: what no commit named, or a killed run's
             if name not in committed:
                 self.loc.delete_tree(f"{STAGING}/{name}")
         for tmp in self.loc.list(COMMITS, "*.tmp"):
@@ -101,7 +106,7 @@ class CommitLog:
         self.loc.write_json(f"{COMMITS}/{record['flush']}.json", record)
         self._publish(record)
 
-    def _publish(self, rec: dict) -> None:
+    def _publish(self, rec: dict, staged_files: set[str] | None = None) -> None:
         """Move a committed flush's staged shards and payload files into place. Every path is
         checked before anything moves: a shard lands directly in its output's directory, a
         payload file under that directory's `_files/`, and nothing outside the output directory
@@ -115,7 +120,12 @@ class CommitLog:
         idempotent) and only then deletes it. A staged object is deleted only after its copy
         succeeded, so a missing staged object means its copy is in place. What the rename of a
         flush's files gave locally (all or nothing) is given by the commit record: before it,
-        nothing of the flush is outside staging; after it, recovery finishes the moves."""
+        nothing of the flush is outside staging; after it, recovery finishes the moves.
+
+        The record's "files" are payload files its workers staged under `_curate/staging/files/`
+        (`curate.io.staged_files`), each moved to `<output>/_files/<column>/...`. Recovery gives
+        `staged_files`, the staged files that are still there (listed once): one that is gone
+        was moved already."""
         flush, loc = rec["flush"], self.loc
         stage = loc.inside(f"{STAGING}/{flush}", STAGING, f"staging directory of flush {flush!r}")
         shard_moves, file_moves = [], []
@@ -151,6 +161,34 @@ class CommitLog:
             elif not loc.exists(dst):
                 raise FileNotFoundError(f"committed shard {loc.show(dst)} is missing from {loc}; "
                                         "the output directory was modified by hand")
+        for output, pairs in rec.get("files", {}).items():
+            file_moves.extend(_staged_moves(loc, flush, output, pairs, staged_files))
         for src, dst in file_moves:
             loc.move(src, dst)
         loc.delete_tree(stage)  # nothing there (already published) is fine
+
+
+def _staged_moves(loc, flush: str, output: str, pairs, only: set[str] | None) -> list[tuple[str, str]]:
+    """The moves of payload files a commit record names for `output`, each checked before any
+    moves: from under `_curate/staging/files/` to under `<output>/_files/<column>/`. With `only`
+    (recovery: the staged files still there), the others are passed over unchecked: they were
+    moved already, and a resume of 100,000 files resolves no path it does not move."""
+    what = "(a commit record edited by hand, or a bug in curate: please report it)"
+    out_dir = loc.inside(output, "", f"output {output!r} of flush {flush!r}")
+    if out_dir == META or out_dir.startswith(META + "/") or not isinstance(pairs, list):
+        raise EngineError(f"the payload files of output {output!r} of flush {flush!r} are {pairs!r} in "
+                          f"{loc.show(out_dir)}; refusing to move them there {what}")
+    files_dir = f"{out_dir}/_files"
+    moves = []
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise EngineError(f"flush {flush!r} names the payload file move {pair!r}, not [staged, final] {what}")
+        if only is not None and pair[0] not in only:
+            continue
+        src = loc.inside(pair[0], STAGED_FILES, f"staged payload file of output {output!r}")
+        dst = loc.inside(f"{out_dir}/{pair[1]}", files_dir, f"payload file {pair[1]!r} of output {output!r}")
+        if len(posixpath.relpath(dst, loc.inside(files_dir, out_dir, "payload files directory")).split("/")) < 2:
+            raise EngineError(f"payload file {pair[1]!r} of output {output!r} resolves to {loc.show(dst)}, not "
+                              f"inside a column's directory under {loc.show(files_dir)} {what}")
+        moves.append((src, dst))
+    return moves

@@ -23,6 +23,7 @@ from curate.io.retry import Retry
 from curate.io.location import location
 from curate.io.parts import PartRewriter, conform, merge, same, vector_lists
 from curate.io.rows import DEFERRED, concat_tables, expand_payloads, item_row, spill_files, to_table
+from curate.io.staged_files import PAYLOAD_FILE_METRICS, STAGED_FILES, FlushFiles, file_staging
 from curate.value_store import LocalStore
 
 
@@ -42,7 +43,8 @@ class ParquetSink:
     def __init__(self, out: str | Path, outputs: dict[str, dict], run_id: str, *,
                  shard_rows: int = defaults.DEFAULT_SHARD_ROWS, flush_s: float = defaults.DEFAULT_FLUSH_S,
                  row_group_rows: int = defaults.DEFAULT_ROW_GROUP_ROWS, chunk_rows: int = CHUNK_ROWS,
-                 part_bytes: int = PART_BYTES, retry_failed: bool = False, rows=None):
+                 part_bytes: int = PART_BYTES, retry_failed: bool = False, rows=None,
+                 worker_files: bool = True):
         require("pyarrow.parquet", "Parquet output (output_dir=)")  # before the run, not at its end
 
         self.loc = location(out)
@@ -73,6 +75,8 @@ class ParquetSink:
         self._last_flush = time.monotonic()
         self.counts: dict[str, dict[str, int]] = {name: {} for name in outputs}  # this run's rows
         self.writer_peak_rss = 0  # bytes: peak resident memory of the writer's process (0: unknown)
+        self.worker_files = worker_files  # False: every payload file goes through the writer, as before
+        self.payload_files = dict.fromkeys(PAYLOAD_FILE_METRICS, 0)  # this run's, for its metrics
 
     def bind(self, store) -> None:
         """Write shards where the store's values are (Ray: an actor on this node fetches the
@@ -84,6 +88,11 @@ class ParquetSink:
             local = ShardWriter(*args)
             placed = lambda values, *a: local(*a, values=store.fetch(values))  # noqa: E731
         self._write = placed
+
+    def file_staging(self, plan):
+        """What the workers of `plan` need to stage payload files themselves (None: none do, or
+        `worker_files=False`): see `curate.io.staged_files`."""
+        return file_staging(plan, self.loc, self.run_id) if self.worker_files else None
 
     @property
     def _flush_name(self) -> str:
@@ -142,7 +151,7 @@ class ParquetSink:
             return
         flush = self._flush_name
         drop = self.retry.drop(self._replaced) if self._replaced else None
-        shards, counts, peak, rewrites, removed = self._ship(last=True, drop=drop)
+        shards, counts, peak, rewrites, removed, files = self._ship(last=True, drop=drop)
         if self._writer_elsewhere:
             self.writer_peak_rss = max(self.writer_peak_rss, peak)
         record = {"flush": flush, "run": self.run_id, "shards": shards, "roots": self._roots, "counts": counts}
@@ -153,7 +162,11 @@ class ParquetSink:
             record["rewrites"] = rewrites
         if self._replaced:
             record.update(retried=self._replaced, removed=removed)
+        if moves := files.record():  # payload files the workers staged: moved into place by the commit
+            record["files"] = moves
         self.log.commit(record)
+        for k, n in files.counts().items():
+            self.payload_files[k] += n
         self.retried += len(self._replaced)
         self.records.append(record)
         for name, c in counts.items():
@@ -164,7 +177,10 @@ class ParquetSink:
         self._seq += 1
 
     def close(self) -> None:
+        """The last flush; then this run's staged payload files that no commit named (a batch
+        that ran twice, an item whose root failed) are deleted."""
         self.flush()
+        self.loc.delete_tree(f"{STAGED_FILES}/{self.run_id}")
 
     def total_counts(self) -> dict[str, dict[str, int]]:
         """Rows per output and status over every committed flush of the directory."""
@@ -236,15 +252,17 @@ class ShardWriter:
         self._pending: dict[str, list] = {}  # output -> Arrow tables not written yet
         self._parts: dict[str, dict[str, object]] = {}  # output -> {part: its schema} of this flush
         self._counts: dict[str, dict[str, int]] = {}
+        self._files = FlushFiles()
 
     def __call__(self, buffer: dict[str, list[dict]], stage_dir: str, flush: str, last: bool = True,
                  drop: tuple | None = None, *, values: list):
         """Add a chunk of rows to `flush`; `values` are the rows' payloads (a row holds its
         payload's position in them). With `last`: write the rest, leave the rows of the root
         keys `drop[0]` out of the committed parts `drop[1]` names (retry_failed), and return
-        (parts, counts, peak, rewrites, removed)."""
+        (parts, counts, peak, rewrites, removed, files): `files` is the flush's FlushFiles."""
         if flush != self._flush:  # a new flush (a failed one left nothing that is committed)
             self._flush, self._pending, self._parts, self._counts = flush, {}, {}, {}
+            self._files = FlushFiles()
         stage = location(stage_dir)
         for name, rows in buffer.items():
             if not rows:
@@ -252,7 +270,7 @@ class ShardWriter:
             expand_payloads(rows, values.__getitem__, output=name)
             opts = self.outputs[name]
             if opts["files"]:
-                spill_files(rows, opts["files"], stage.child(name))
+                self._files.add(spill_files(rows, opts["files"], stage.child(name), self._files.moves(name)))
             c = self._counts.setdefault(name, {})
             for r in rows:
                 c[r["status"]] = c.get(r["status"], 0) + 1
@@ -270,8 +288,9 @@ class ShardWriter:
             self._write_part(stage, name)
         rewrites, removed = self._rewrite(stage, *(drop or (set(), set())))
         out = ({name: list(parts)[0] if len(parts) == 1 else list(parts) for name, parts in self._parts.items()},
-               self._counts, peak_rss(), rewrites, removed)
+               self._counts, peak_rss(), rewrites, removed, self._files)
         self._flush, self._pending, self._parts, self._counts = None, {}, {}, {}
+        self._files = FlushFiles()
         return out
 
     def _write_part(self, stage, name: str) -> None:

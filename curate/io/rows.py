@@ -155,13 +155,16 @@ def template_fields(row: dict) -> dict:
     return fields
 
 
-def spill_files(rows: list[dict], files: dict, out_dir) -> None:
+def spill_files(rows: list[dict], files: dict, out_dir, moves: list | None = None) -> tuple[int, int]:
     """Write declared byte (or text) columns as files under `out_dir` (an output's directory,
     or its staging twin: a path or a `curate.io.location`) and replace the value by the
     relative path. Each file must land under `_files/<column>/` of `out_dir` (EngineError
     otherwise, before writing); each is written whole (a temporary name and a rename, or one
-    object)."""
+    object). A file a worker staged already (`staged_files.StagedFile`) is named the same way
+    but not written: `(staged, final, nbytes)` goes to `moves`, for the commit to move it.
+    Returns the files written here and their bytes."""
     from curate.io.location import location
+    from curate.io.staged_files import StagedFile
 
     loc = location(out_dir)
     specs = {}
@@ -173,6 +176,7 @@ def spill_files(rows: list[dict], files: dict, out_dir) -> None:
                               "Pipeline.output should have refused it: please report it")
         specs[col] = parsed
     files_dir = loc.inside(FILES_DIR, "", "payload files directory") if files else None
+    written = nbytes = 0
     for row in rows:
         for col, (ext, template) in specs.items():
             data = row.get(col)
@@ -185,8 +189,17 @@ def spill_files(rows: list[dict], files: dict, out_dir) -> None:
                 raise EngineError(f"payload file of column {col!r} for {row['entity_id']} resolves to "
                                   f"{loc.show(resolved)}, outside its own place {loc.show(f'{files_dir}/{col}')}; "
                                   "refusing to write there")
-            loc.write_bytes(rel, data.encode("utf-8") if isinstance(data, str) else bytes(data))
+            if isinstance(data, StagedFile):
+                if moves is None:
+                    raise EngineError(f"payload file of column {col!r} for {row['entity_id']} was staged by its "
+                                      "worker, but this writer has no commit to move it: please report it")
+                moves.append((data.rel, rel, data.nbytes))
+            else:
+                raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+                loc.write_bytes(rel, raw)
+                written, nbytes = written + 1, nbytes + len(raw)
             row[col] = rel
+    return written, nbytes
 
 
 def arrow_type(t):

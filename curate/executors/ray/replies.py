@@ -46,7 +46,7 @@ def settle(run, fl, running: bool) -> None:
     if metas and metas[0][0] == UNBOUND:  # Ray restarted the actor since the run began
         for b in fl.batches:
             sched.requeue(b.id)
-        r.handle.bind.remote(run.id, r.pool.fns)  # runs before later calls
+        r.handle.bind.remote(run.id, r.pool.fns, run.staging)  # runs before later calls
         return
     complete(run, fl, metas)
 

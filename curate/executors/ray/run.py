@@ -13,6 +13,7 @@ import math
 import time
 import uuid
 from collections import deque
+from dataclasses import replace
 
 import ray
 
@@ -47,6 +48,9 @@ class RayRun(ExecutorRun):
         self.flight: dict = {}
         self.slots = CoreSlots()
         self.secured = output_calls(driver.plan)
+        self.staging = driver.file_staging  # a local output directory: staged only on this node's disk
+        if self.staging is not None and self.staging.local:
+            self.staging = replace(self.staging, node=ray.get_runtime_context().get_node_id())
         self.load: dict[str | None, float] = {}
         # a freed core goes to the pool nearest the outputs first: parents finish, memory drains
         self.order = sorted(pools, key=lambda g: -max(driver.plan.calls[c].node for c in g.calls))
@@ -81,7 +85,7 @@ class RayRun(ExecutorRun):
             self.bind(r, new=True)
 
     def bind(self, r: ActorReplica, new: bool = False) -> None:
-        ref = r.handle.bind.remote(self.id, r.pool.fns)
+        ref = r.handle.bind.remote(self.id, r.pool.fns, self.staging)
         self.send(r, RayCall(BIND, [], replica=r, key=ref, meta=ref, new=new))
         r.since = time.perf_counter()
 

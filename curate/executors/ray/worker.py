@@ -27,14 +27,19 @@ class PoolWorker:
         self._target, self._init = target, init
         self._run = None  # the run whose Calls it serves
         self._calls: dict[int, tuple[str, str, object]] = {}  # call -> (kind, name, fn or method)
+        self._staging = None  # the run's FileStaging, where this actor can write the output's files
         self._obj = None
         self._failed: BaseException | None = None  # prepare's constructor failure, for the next batch
         self._peak_private = 0  # the largest private memory seen at the end of a batch
 
-    def bind(self, run: str, calls: dict[int, tuple[str, str, object]]) -> tuple[str, float]:
-        """Serve `calls` for `run`; returns this actor's node and the cores it may use there."""
+    def bind(self, run: str, calls: dict[int, tuple[str, str, object]], staging=None) -> tuple[str, float]:
+        """Serve `calls` for `run`, writing the payload files `staging` (a FileStaging) names
+        where it can: an output on object storage, or a local one on its own node. Returns this
+        actor's node and the cores it may use there."""
         self._run, self._calls = run, calls
-        return _where()
+        where = _where()
+        self._staging = staging if staging is not None and staging.node in (None, where[0]) else None
+        return where
 
     def prepare(self) -> None:
         """Build the class target now, not on the first batch. A constructor that fails here
@@ -74,6 +79,8 @@ class PoolWorker:
             wall, meter = time.time(), CoreMeter()
             try:
                 rep = run_batch(self._fn(call), kind, [resolve(x, payloads) for x in inputs], name)
+                if self._staging is not None:  # its payload files written here: the bytes stay
+                    rep = self._staging.stage(call, kind, rep, name)
             except BaseException as exc:  # noqa: BLE001 - every failure is an attempt to report
                 metas.append(("err", Cause.from_exception(exc, name), wall, *meter.read()))
                 outs.append(None)
