@@ -31,6 +31,8 @@ Suites (default: all, in this order):
   objectstore  the shared PDF corpus read from a local S3 server (moto) through s3fs,
                pyarrow.fs and curate's node-local cache vs local disk, and pdf_to_markdown's
                pages/s from S3 vs from disk (benchmarks/objectstore.py)
+  rerun        `curate rerun` vs the whole job: re-captioning the bundled videos, OCR again on the
+               shared PDF corpus's low-confidence pages (benchmarks/rerun.py)
 
 `--quick` shrinks every suite (the longtail one to one shape of 1,200 pages). Results go to
 DIR (default benchmarks/results/<UTC time>): <suite>.json, <suite>.png, <suite>.md, and
@@ -52,13 +54,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from plots import plot  # noqa: E402
-from suites_data import suite_dedup, suite_objectstore, suite_pdfquality  # noqa: E402
+from suites_data import suite_dedup, suite_objectstore, suite_pdfquality, suite_rerun  # noqa: E402
 from suites_engine import (suite_ablation, suite_longtail, suite_overhead, suite_realwork,  # noqa: E402
                            suite_simulation, suite_suppression)
 
 SUITES = {"longtail": suite_longtail, "ablation": suite_ablation, "suppression": suite_suppression,
           "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation,
-          "pdfquality": suite_pdfquality, "dedup": suite_dedup, "objectstore": suite_objectstore}
+          "pdfquality": suite_pdfquality, "dedup": suite_dedup, "objectstore": suite_objectstore,
+          "rerun": suite_rerun}
 
 
 def machine() -> str:

@@ -37,6 +37,14 @@ def suite_objectstore(quick: bool) -> tuple[dict, list[Table]]:
     return (res, objectstore.tables(res)) if res else ({}, [])
 
 
+def suite_rerun(quick: bool) -> tuple[dict, list[Table]]:
+    """`curate rerun` (one step on committed rows) vs the whole job: video re-captioning, PDF OCR on picked pages."""
+    import rerun
+
+    res = _script("rerun.py", quick)
+    return (res, rerun.tables(res)) if res else ({}, [])
+
+
 def _quality_table(res: dict) -> Table:
     """Pass rate by kind, a column per system; the targets: curate >= pymupdf4llm per kind, >= 60%."""
     rows = [r for r in res["quality"] if "rates" in r]
