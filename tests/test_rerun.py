@@ -131,6 +131,8 @@ def test_a_killed_rerun_resumes_to_the_rows_of_an_unkilled_one(tmp_path):
 def test_what_a_rerun_refuses(out, tmp_path):
     with pytest.raises(RerunError, match=r"has no rerun entry for step 'scored' \(its entries: label\)"):
         rerun(out, "scored", executor="local")
+    with pytest.raises(RerunError, match="give --step STEP, the step to run again: .* has rerun entries for label"):
+        rerun(out, None, executor="local")
     with pytest.raises(SelectorError, match="no column 'words' in this output"):
         rerun(out, "label", where="words > 3", executor="local")
     with pytest.raises(RerunError, match="picks no PRESENT row of output 'lines'"):

@@ -87,6 +87,9 @@ def _entry(data: dict, step: str, out: str) -> dict:
     from curate.rerun import RerunError
 
     entries = data.get("rerun") or {}
+    if step is None:
+        raise RerunError(f"give --step STEP, the step to run again: recipe {data.get('name')!r}, which wrote {out}, "
+                         f"has rerun entries for {', '.join(sorted(entries)) or 'no step (it has no rerun: section)'}")
     if step not in entries:
         have = ", ".join(sorted(entries)) or "none"
         raise RerunError(f"recipe {data.get('name')!r}, which wrote {out}, has no rerun entry for step {step!r} (its "

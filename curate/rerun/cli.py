@@ -22,11 +22,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_rerun(args) -> int:
-    from curate.errors import CurateError
     from curate.rerun import rerun
 
-    if not args.resume and not args.step:
-        raise CurateError("curate rerun needs --step STEP (an entry of the recipe's rerun:), or --resume")
     opts = {k: v for k, v in (("address", args.address), ("executor", args.executor)) if v}
     if opts.get("executor") == "local":
         opts.pop("address", None)
