@@ -43,7 +43,7 @@ CONFIGS = {"ray-local": ("ray", "local", 200), "ray-s3": ("ray", "s3", 100),
 QUICK_SHARE = 5  # --quick: a fifth of the inputs, one round
 LABELS = {"ray": "Ray", "local": "local", "s3": "`s3://` on moto"}
 METRICS = ("files_written_by_workers", "file_bytes_by_workers", "files_through_writer",
-           "file_bytes_through_writer", "writer_peak_rss", "driver_peak_rss")
+           "file_bytes_through_writer", "writer_peak_rss", "driver_peak_rss", "startup_s")
 MODES = {"on": True, "off": False}  # worker files on: the default; off: every file through the writer
 
 
@@ -148,6 +148,7 @@ def medians(runs: list[dict]) -> list[dict]:
             mine = [r for r in runs if r["config"] == config and r["mode"] == mode]
             out.append({**{k: mine[0][k] for k in ("config", "mode", "inputs", *METRICS[:4])},
                         "wall_s": statistics.median(r["wall_s"] for r in mine), "walls": [r["wall_s"] for r in mine],
+                        "startup_s": statistics.median(r["startup_s"] for r in mine),
                         "writer_peak": statistics.median(writer_peak(r) for r in mine)})
     return out
 
@@ -159,20 +160,22 @@ def tables(res: dict) -> list:
     mib = 2**20
     t = Table(f"payload files written by the workers (on) vs through the writer (off): {res['size']:,} random "
               f"bytes a file, median of {res['rounds']} fresh runs each",
-              [("executor, output", 30), ("inputs", 7), ("worker files", 13), ("wall s", 8), ("writer peak MiB", 16),
+              [("executor, output", 30), ("inputs", 7), ("worker files", 13), ("wall s", 8), ("of it start-up s", 17),
+               ("writer peak MiB", 16),
                ("MiB by workers", 15), ("MiB through writer", 19)])
     t.header()
     by = {(m["config"], m["mode"]): m for m in res["medians"]}
     for m in res["medians"]:
         ex, store, _ = CONFIGS[m["config"]]
         t.add(f"{LABELS[ex]}, {LABELS[store] if store == 's3' else 'local directory'}", m["inputs"], m["mode"],
-              f"{m['wall_s']:.2f}", f"{m['writer_peak'] / mib:.0f}" + (" (driver)" if ex == "local" else ""),
+              f"{m['wall_s']:.2f}", f"{m['startup_s']:.2f}",
+              f"{m['writer_peak'] / mib:.0f}" + (" (driver)" if ex == "local" else ""),
               f"{m['file_bytes_by_workers'] / mib:.0f}", f"{m['file_bytes_through_writer'] / mib:.0f}")
     through = sum(m["file_bytes_through_writer"] for m in res["medians"] if m["mode"] == "on")
     t.target("bytes through the writer with worker files on", through, "== 0", through == 0)
     t.notes.append("writer peak: the Parquet writer actor's peak RSS on Ray (`writer_peak_rss`); on the local "
                    "executor the writer is the driver, so the driver's (`driver_peak_rss`). Wall: `cu.run` alone, "
-                   "Ray started before the clock.")
+                   "Ray started before the clock; start-up: until the first actor answered (metrics `startup_s`).")
     r = Table("worker files on / off (medians; under 1: on is faster or smaller)",
               [("executor, output", 30), ("wall on/off", 12), ("writer peak on/off", 19), ("walls on", 22),
                ("walls off", 22)])
