@@ -98,12 +98,12 @@ def fresh(config: str, mode: str, inputs: int, tmp: Path, k: int) -> dict:
 
     server, env = None, dict(os.environ)
     out = str(tmp / f"{config}-{mode}-{k}")
-    if CONFIGS[config][1] == "s3":
-        server = MotoServer()
-        os.environ.update(CREDENTIALS)  # the test keys, for make_bucket here and the run's clients there
-        env.update(CREDENTIALS, AWS_ENDPOINT_URL=server.url)
-        out = f"s3://{make_bucket(server.url, 'worker-files-bench')}/out"
     try:
+        if CONFIGS[config][1] == "s3":
+            server = MotoServer()
+            os.environ.update(CREDENTIALS)  # the test keys, for make_bucket here and the run's clients there
+            env.update(CREDENTIALS, AWS_ENDPOINT_URL=server.url)
+            out = f"s3://{make_bucket(server.url, 'worker-files-bench')}/out"
         proc = subprocess.run([sys.executable, __file__, "--one", config, "--mode", mode, "--inputs", str(inputs),
                                "--out", out], capture_output=True, text=True, check=False, env=env)
     finally:
