@@ -1,5 +1,5 @@
-"""The data-quality suites of `python -m benchmarks`: pdfquality, dedup and objectstore (each a
-function returning its results and tables)."""
+"""The data-quality and storage suites of `python -m benchmarks`: pdfquality, dedup, objectstore,
+rerun and workerfiles (each a function returning its results and tables)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,14 @@ def suite_rerun(quick: bool) -> tuple[dict, list[Table]]:
 
     res = _script("rerun.py", quick)
     return (res, rerun.tables(res)) if res else ({}, [])
+
+
+def suite_workerfiles(quick: bool) -> tuple[dict, list[Table]]:
+    """Payload files written by the workers vs through the writer: wall and writer peak RSS, on/off."""
+    import worker_files
+
+    res = _script("worker_files.py", quick)
+    return (res, worker_files.tables(res)) if res else ({}, [])
 
 
 def _quality_table(res: dict) -> Table:
