@@ -155,17 +155,35 @@ def template_fields(row: dict) -> dict:
     return fields
 
 
+class StagedFile:
+    """A payload file a worker staged: `rel` (relative to the output directory) and its size.
+    Not a dataclass on purpose: a row's fields go through `rows.plain`, which would turn a
+    dataclass into a dict."""
+
+    __slots__ = ("rel", "nbytes")
+
+    def __init__(self, rel: str, nbytes: int):
+        self.rel, self.nbytes = rel, nbytes
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StagedFile) and (self.rel, self.nbytes) == (other.rel, other.nbytes)
+
+    def __hash__(self) -> int:
+        return hash((self.rel, self.nbytes))
+
+    def __repr__(self) -> str:
+        return f"StagedFile({self.rel!r}, {self.nbytes})"
+
+
 def spill_files(rows: list[dict], files: dict, out_dir, moves: list | None = None) -> tuple[int, int]:
     """Write declared byte (or text) columns as files under `out_dir` (an output's directory,
     or its staging twin: a path or a `curate.io.location`) and replace the value by the
     relative path. Each file must land under `_files/<column>/` of `out_dir` (EngineError
     otherwise, before writing); each is written whole (a temporary name and a rename, or one
-    object). A file a worker staged already (`staged_files.StagedFile`) is named the same way
+    object). A file a worker staged already (a `StagedFile`, by `curate.io.staged_files`) is named the same way
     but not written: `(staged, final, nbytes)` goes to `moves`, for the commit to move it.
     Returns the files written here and their bytes."""
     from curate.io.location import location
-    from curate.io.staged_files import StagedFile
-
     loc = location(out_dir)
     specs = {}
     for col, spec in files.items():

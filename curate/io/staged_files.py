@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from curate.core.outcome import FAILED, PRESENT, BatchReport
 from curate.errors import Cause
 from curate.io.commits import STAGED_FILES
+from curate.io.rows import StagedFile, payload_fields
 from curate.names import file_spec
 
 CALL_KINDS = ("map", "expand", "reduce")  # the nodes whose value a worker makes (a filter passes its input on)
@@ -46,26 +47,6 @@ def fallback_outputs(plan) -> list[str]:
     """Outputs with payload files that the writer writes (no Call of theirs stages them)."""
     staged = set(staging_calls(plan).values())
     return sorted(n for n, o in plan.output_options.items() if o.get("files") and n not in staged)
-
-
-class StagedFile:
-    """A payload file a worker staged: `rel` (relative to the output directory) and its size.
-    Not a dataclass on purpose: a row's fields go through `rows.plain`, which would turn a
-    dataclass into a dict."""
-
-    __slots__ = ("rel", "nbytes")
-
-    def __init__(self, rel: str, nbytes: int):
-        self.rel, self.nbytes = rel, nbytes
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, StagedFile) and (self.rel, self.nbytes) == (other.rel, other.nbytes)
-
-    def __hash__(self) -> int:
-        return hash((self.rel, self.nbytes))
-
-    def __repr__(self) -> str:
-        return f"StagedFile({self.rel!r}, {self.nbytes})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +100,6 @@ class FileStaging:
         return BatchReport(values, codes, causes, rep.nbytes)
 
     def _row(self, loc, value, specs: dict[str, str]) -> StagedRow:
-        from curate.io.rows import payload_fields
-
         fields = payload_fields(value)
         for col, ext in specs.items():
             data = fields.get(col)

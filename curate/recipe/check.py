@@ -26,6 +26,7 @@ from curate.recipe.format import (
     hint_known,
     import_path,
 )
+from curate.recipe.rerun_section import entry_problems
 from curate.recipe.stand_in import stand_in
 
 
@@ -74,8 +75,6 @@ def check(data: dict, lines) -> Checked:
     c.unknown_keys(("run",), run, RUN_KEYS, "run")
     run_options = c.params(("run",), run, RUN_KEYS, "run")
     dedup = c.dedup()
-    from curate.rerun.build import entry_problems
-
     c.problems += entry_problems(data.get("rerun"), lines.at)
     if complete:
         c.compile(pipe)

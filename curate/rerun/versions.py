@@ -41,22 +41,6 @@ def existing(loc) -> list[int]:
     return sorted(out)
 
 
-def deltas(loc, name: str, upto: int | None = None) -> list[tuple[int, object]]:
-    """(k, table) of each version <= `upto` (all without it) that holds rows of output `name`."""
-    from curate.io.read import read_parts
-
-    out = []
-    for k in existing(loc):
-        if upto is not None and k > upto:
-            break
-        sub = loc.child(version_dir(k))
-        if sub.exists(name):
-            table = read_parts(sub, name)
-            if table.num_rows:
-                out.append((k, table))
-    return out
-
-
 def overlay(base, newer: list[tuple[int, object]]):
     """`base` (version 1) with each entity's row replaced by its row in the newest of `newer`
     that has it, with a `version` column, in lineage order."""
