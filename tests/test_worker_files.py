@@ -7,6 +7,7 @@ across a SIGKILL between staging and commit, and when the store refuses a staged
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import subprocess
 import sys
@@ -175,6 +176,28 @@ def test_files_on_s3_land_and_no_staged_object_remains(tmp_path, s3_bucket, work
     assert written(res)["files_written_by_workers"] == (6 if worker_files else 0)
     assert table(url, "parts") == table(local, "parts") and files(url, "parts") == files(local, "parts")
     assert location(url).files("_curate/staging") == []
+
+
+def test_on_s3_a_flushs_staged_files_are_copied_together_and_deleted_in_bulk(tmp_path, s3_endpoint, s3_bucket,  # noqa: F811
+                                                                              monkeypatch):
+    pytest.importorskip("s3fs", reason="s3fs (pip install \"curate[s3]\") is not installed")
+    pipe = cu.Pipeline(cu.Domain("doc"))
+    pipe.output("parts", pipe.source.expand(split, into=pipe.root.child("part")), files={"blob": ".bin"})
+    bulk = itertools.count()  # the first bulk delete answered 503: retried
+    proxy = FlakyProxy(s3_endpoint, lambda method, path: method == "POST" and "delete" in path.split("?", 1)[-1]
+                       and next(bulk) == 0)
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        url = f"s3://{s3_bucket}/out"
+        res = cu.run(pipe, list(range(3)), executor="local", output_dir=url, sink_options={"shard_rows": 100})
+    finally:
+        proxy.close()
+    assert written(res)["files_written_by_workers"] == 6
+    staged = [(m, p) for m, p in proxy.seen if STAGED_FILES in p.split("?")[0].replace("%2F", "/")]
+    assert not [p for m, p in staged if m == "DELETE"]  # no staged file deleted one request at a time
+    assert proxy.failed == 1 and len([p for m, p in proxy.seen if m == "POST" and "delete" in p]) >= 2
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    assert location(url).files(STAGED_FILES) == [] and len(files(url, "parts")) == 6
 
 
 def test_a_staged_file_the_store_refuses_fails_its_item_alone_naming_the_output(s3_endpoint, s3_bucket,  # noqa: F811

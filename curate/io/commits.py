@@ -163,8 +163,7 @@ class CommitLog:
                                         "the output directory was modified by hand")
         for output, pairs in rec.get("files", {}).items():
             file_moves.extend(_staged_moves(loc, flush, output, pairs, staged_files))
-        for src, dst in file_moves:
-            loc.move(src, dst)
+        loc.move_all(file_moves)  # on object storage: the copies concurrently, the deletes in bulk
         loc.delete_tree(stage)  # nothing there (already published) is fine
 
 

@@ -160,6 +160,11 @@ class LocalDir:
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.path(src), target)
 
+    def move_all(self, pairs: list[tuple[str, str]]) -> None:
+        """Move each (src, dst), one after another (a rename each)."""
+        for src, dst in pairs:
+            self.move(src, dst)
+
     def delete(self, rel: str) -> None:
         self.path(rel).unlink()
 
@@ -298,6 +303,17 @@ class RemoteDir:
         copy); a kill between the two leaves both, and the move is done again."""
         self._do("copying", src, lambda: self.fs.copy(self._p(src), self._p(dst)))
         self._do("deleting", src, lambda: self.fs.rm_file(self._p(src)))
+
+    def move_all(self, pairs: list[tuple[str, str]]) -> None:
+        """Move each (src, dst): every copy first, made concurrently (fsspec's batches), then the
+        sources deleted in bulk (S3's DeleteObjects: up to 1,000 a request). A source is deleted
+        only once every copy succeeded; a kill or an error leaves sources to copy again."""
+        if not pairs:
+            return
+        srcs, dsts = [self._p(s) for s, _ in pairs], [self._p(d) for _, d in pairs]
+        where = posixpath.dirname(pairs[0][0])
+        self._do(f"copying {len(pairs)} files from", where, lambda: self.fs.copy(srcs, dsts))
+        self._do(f"deleting {len(pairs)} files from", where, lambda: self.fs.rm(srcs))
 
     def delete(self, rel: str) -> None:
         self._do("deleting", rel, lambda: self.fs.rm_file(self._p(rel)))
