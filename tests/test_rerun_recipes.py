@@ -39,7 +39,8 @@ def calls(out: Path) -> dict[str, int]:
 
 def test_recaptioning_reads_the_clip_files_and_keeps_the_rest(tmp_path, tiny_model):
     model = sets(f"pools.captioner.init.model={tiny_model}", "pools.captioner.init.device=cpu",
-                 f"pools.captioner.init.max_new_tokens={TOKENS}", f"pools.captioner.init.summary_max_new_tokens={TOKENS}")
+                 f"pools.captioner.init.max_new_tokens={TOKENS}", f"pools.captioner.init.summary_max_new_tokens={TOKENS}",
+                 "steps.frames.expand.init.fps=1.0")  # half the frames: the captioner is most of the time
     out = tmp_path / "out"
     assert main(["run", "video_captions", "--input", str(VIDEOS / "*.mp4"), "--output", str(out), *LOCAL, *model]) \
         == EXIT_OK
@@ -68,12 +69,12 @@ def test_recaptioning_reads_the_clip_files_and_keeps_the_rest(tmp_path, tiny_mod
 
 def test_ocr_again_on_the_picked_pages_only(tmp_path, capsys):
     out = tmp_path / "out"
-    inputs = [a for p in ("docling_scanned_fax_letter.pdf", "small_tiny.pdf", "docling_2305.03393v1-pg9.pdf",
-                          "pdfjs_bug1020226_broken.pdf") for a in ("--input", str(PDFS / p))]
+    inputs = [a for p in ("docling_scanned_fax_letter.pdf", "small_tiny.pdf", "pdfjs_bug1020226_broken.pdf")
+              for a in ("--input", str(PDFS / p))]
     assert main(["run", "pdf_to_markdown", *inputs, "--output", str(out), *LOCAL]) == EXIT_PARTIAL
     pages1, docs1 = rows(out, "pages"), rows(out, "documents")
     picked = {e for e, r in pages1.items() if r["route"] == "ocr"}
-    assert len(picked) == 1 and len(pages1) == 3
+    assert len(picked) == 1 and len(pages1) == 2
     assert main(["rerun", str(out), "--step", "ocr", "--where", "ocr_confidence < 0.99", *LOCAL,
                  *sets("pools.ocr.init.layout=false")]) == EXIT_OK
     ran = calls(out / "_versions" / "v2")

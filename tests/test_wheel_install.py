@@ -151,8 +151,8 @@ def test_pdf_extra_runs_pdf_to_markdown_with_ocr(pdf_env):
     assert routes == {"text_layer", "ocr"}  # the scanned letter went through RapidOCR: the extra brings it
     shown = pdf_env.curate("show", str(out), "documents", "1", "--column", "markdown").stdout
     assert shown.strip()
-    # the scanned page read again by OCR on Ray, from the rows the run committed: a version 2
-    pdf_env.curate("rerun", str(out), "--step", "ocr", "--where", "route == 'ocr'", "--no-progress")
+    # the scanned page read again by OCR, from the rows the run committed: a version 2
+    pdf_env.curate("rerun", str(out), "--step", "ocr", "--where", "route == 'ocr'", "--no-progress", "--executor", "local")
     assert "version 2 (_versions/v2): rerun --step ocr --where \"route == 'ocr'\", done, rows replaced: documents 1; " \
            "pages 1" in pdf_env.curate("inspect", str(out)).stdout
 
@@ -235,8 +235,8 @@ def test_video_extra_runs_video_captions_with_the_tiny_model(video_env):
     clips = _present(video_env.rows(out, "clips"))
     assert clips and all(c["caption"] is not None and c["clip_file"] for c in clips)
     assert (out / "clips" / clips[0]["clip_file"]).is_file() or (out / clips[0]["clip_file"]).is_file()
-    # re-captioned on Ray from the clip files (no probe, split or scoring): a version 2 of every clip
-    video_env.curate("rerun", str(out), "--step", "captions", "--no-progress", "--set",
+    # re-captioned from the clip files (no probe, split or scoring): a version 2 of every clip
+    video_env.curate("rerun", str(out), "--step", "captions", "--no-progress", "--executor", "local", "--set",
                      f"pools.captioner.init.model={model}")
     assert f"rows replaced: clips {len(clips)}; videos 1" in video_env.curate("inspect", str(out)).stdout
 
