@@ -31,22 +31,12 @@ def read_table(out, name: str, version: int | None = None):
     from curate.rerun import versions
 
     loc = location(out)
-    versions.check_version(loc, version)
+    made = versions.existing(loc)  # listed once: checked against, then read
+    versions.check_version(loc, version, made)
     base = read_parts(loc, name)
-    newer = [] if version == 1 else _newer(loc, name, version)
+    newer = [(k, t) for k in made if version is None or k <= version
+             if (t := read_parts(loc.child(versions.version_dir(k)), name)).num_rows]
     return versions.overlay(base, newer) if newer else base
-
-
-def _newer(loc, name: str, upto: int | None) -> list[tuple[int, object]]:
-    """(k, table) of each version <= `upto` (all without it) that holds rows of output `name`."""
-    from curate.rerun import versions
-
-    out = []
-    for k in versions.existing(loc):
-        sub = loc.child(versions.version_dir(k))
-        if (upto is None or k <= upto) and sub.exists(name) and (table := read_parts(sub, name)).num_rows:
-            out.append((k, table))
-    return out
 
 
 def read_parts(out, name: str):

@@ -180,10 +180,11 @@ def spill_files(rows: list[dict], files: dict, out_dir, moves: list | None = Non
     or its staging twin: a path or a `curate.io.location`) and replace the value by the
     relative path. Each file must land under `_files/<column>/` of `out_dir` (EngineError
     otherwise, before writing); each is written whole (a temporary name and a rename, or one
-    object). A file a worker staged already (a `StagedFile`, by `curate.io.staged_files`) is named the same way
-    but not written: `(staged, final, nbytes)` goes to `moves`, for the commit to move it.
-    Returns the files written here and their bytes."""
+    object). A file a worker staged already (a `StagedFile`, by `curate.io.staged_files`) is
+    named the same way but not written: `(staged, final, nbytes)` goes to `moves`, for the
+    commit to move it. Returns the files written here and their bytes."""
     from curate.io.location import location
+
     loc = location(out_dir)
     specs = {}
     for col, spec in files.items():

@@ -70,7 +70,7 @@ def rerun(out, step: str, overrides: list[str] | tuple[str, ...] = (), where: st
     else:
         k = (made[-1] if made else 1) + 1
     recipe, spec = load_entry(man, step, overrides, loc.spec)
-    roots, picked, keep = recorded_roots(loc, spec, where, before=k - 1)
+    roots, picked, keep = recorded_roots(loc, spec, where, before=k - 1, runs=man.get("runs", []))
     if not roots:
         raise RerunError(f"the selection picks no PRESENT row of output {spec['select']!r} in {loc.spec}"
                          + (f" (--where {where!r})" if where else "") + "; nothing to run again")

@@ -107,9 +107,10 @@ def _recipe_data(data: dict, spec: dict, step: str) -> dict:
     return out
 
 
-def recorded_roots(loc, spec: dict, where: str | None, before: int):
+def recorded_roots(loc, spec: dict, where: str | None, before: int, runs: list[dict]):
     """The rerun's inputs: a RecordedRoot per input with a picked row (in their input order),
-    the number of rows picked, and per root key the ordinal paths of its picked entities."""
+    the number of rows picked, and per root key the ordinal paths of its picked entities.
+    `runs`: the manifest's runs (their inputs say where each root's file is)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -127,11 +128,11 @@ def recorded_roots(loc, spec: dict, where: str | None, before: int):
             keep.setdefault(r["root_key"], []).append(tuple(r["lineage"][1:]))
             index[r["root_key"]] = r["lineage"][0]
     rows: dict[str, dict[str, list]] = {key: {} for key in keep}
-    source = _sources(loc, keep)
+    source = _sources(runs, keep)
     wanted = pa.array(list(keep), pa.string())
     for name in spec["reads"]:
         files_dir = loc.child(name).absolute()
-        t = read_table(loc, name, version=before)
+        t = table if name == spec["select"] else read_table(loc, name, version=before)  # each read once
         if not t.num_rows:
             continue
         t = t.filter(pc.is_in(t.column("root_key"), value_set=wanted))
@@ -145,14 +146,13 @@ def recorded_roots(loc, spec: dict, where: str | None, before: int):
     return roots, len(picked), keep
 
 
-def _sources(loc, keys) -> dict[str, str]:
+def _sources(runs: list[dict], keys) -> dict[str, str]:
     """Root key -> the input file it was read from: its path relative to an input root the
-    manifest's runs name (the newest run first), where that file is there (its content is
+    manifest's `runs` name (the newest run first), where that file is there (its content is
     checked by the stage that opens it)."""
-    from curate.io import manifest
     from curate.io.remote import is_url
 
-    roots = [i["root"] for run in reversed(manifest.load(loc).get("runs", [])) for i in run.get("inputs") or ()]
+    roots = [i["root"] for run in reversed(runs) for i in run.get("inputs") or ()]
     out = {}
     for key in keys:
         rel = key.rpartition("@")[0]

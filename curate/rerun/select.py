@@ -93,12 +93,11 @@ class _Build:
         return v
 
     def compare(self, left, op, right):
-        if isinstance(left, ast.Name) and left.id in self.columns or not isinstance(right, ast.Name):
-            col, val = self.field(left) if isinstance(left, ast.Name) else None, right
-        else:  # `0.8 > x`: the column on the right
-            col, val, op = self.field(right), left, _flipped(op)
-        if col is None:
+        if not isinstance(left, ast.Name) and isinstance(right, ast.Name):  # `0.8 > x`: the column on the right
+            left, op, right = right, _flipped(op), left
+        if not isinstance(left, ast.Name):
             raise self.bad(left, "compare a column (a name) with a value")
+        col, val = self.field(left), right
         if isinstance(op, (ast.Is, ast.IsNot)) or (isinstance(op, (ast.Eq, ast.NotEq)) and _is_none(val)):
             if not _is_none(val):
                 raise self.bad(val, "`is` compares with None only")

@@ -61,10 +61,11 @@ def overlay(base, newer: list[tuple[int, object]]):
     return table.take(pa.array(order, pa.int64()))
 
 
-def check_version(loc, version: int | None) -> None:
+def check_version(loc, version: int | None, made: list[int]) -> None:
+    """CurateError unless `version` is None, 1 or one of `made` (the versions `existing` lists)."""
     if version is None:
         return
-    known = [1, *existing(loc)]
+    known = [1, *made]
     if not isinstance(version, int) or version not in known:
         raise CurateError(f"{loc.spec} has no version {version!r}; its versions: {', '.join(map(str, known))} "
                           "(1: the run's own rows; `curate rerun` writes the others)")

@@ -71,9 +71,10 @@ class SampleFrames:
     def __call__(self, clips: list) -> list:
         return each(self.sample, clips, clip_of)
 
-    def sample(self, clip: ClipRecord) -> list[FrameRecord]:
-        """The frames of one clip; raises InputError if none decodes."""
-        times = frame_times(clip, self.fps, self.frames, self.max_frames)
+    def sample(self, clip: ClipRecord, frames: int | None = None) -> list[FrameRecord]:
+        """The frames of one clip (`frames` of them: else as the init says); raises InputError if
+        none decodes."""
+        times = frame_times(clip, self.fps, frames or self.frames, self.max_frames)
         size = fit_size(clip.width, clip.height, self.size, self.upscale)
         found, note = frames_at(clip, times, size, self.threads)
         if not found:

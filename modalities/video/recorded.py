@@ -56,12 +56,8 @@ class ClipFileFrames(SampleFrames):
     def sample_row(self, row) -> list[FrameRecord]:
         record = self.file_record(row)
         start = float(row["start_s"])
-        if self.recorded and isinstance(row.get("frames"), int) and row["frames"] > 0:
-            self.frames = row["frames"]  # the times the run sampled: n frames, each in the middle of its share
-        try:
-            found = self.sample(record)
-        finally:
-            self.frames = None if self.recorded else self.frames
+        seen = row.get("frames")  # as many as the run sampled: each in the middle of its share, at the same times
+        found = self.sample(record, seen if self.recorded and isinstance(seen, int) and seen > 0 else None)
         return [FrameRecord(round(f.timestamp_s + start, 6), f.image, f.width, f.height) for f in found]
 
     def file_record(self, row) -> ClipRecord:
