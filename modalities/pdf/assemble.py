@@ -11,8 +11,10 @@
   page's route and why (`reason`), the seconds its stages spent on it, and its attributes:
   language (`language.detect`), rotation, whether it has a table, a figure, an equation, its
   OCR confidence (`ocr_confidence`), its text's score (`text_quality.score`), the font of each
-  heading (`titles`), the line-end hyphens it resolved (`hyphens`) and the document's
-  metadata title when it can be trusted (`trusted_title`).
+  heading (`titles`), the line-end hyphens it resolved (`hyphens`), the document's
+  metadata title when it can be trusted (`trusted_title`), and its `layout`: every region it
+  was written from (paratext too: what was left out), in reading order, its kind and box in
+  points of the page as rendered (`page_layout`), for a viewer to draw on the page's image.
 - `document_markdown` joins a document's pages in page order (the lineage order: a page's
   number is its ordinal, never a field), after these passes across pages:
     - each line-end hyphen decided again by the whole document's words (`words.reresolve`:
@@ -38,6 +40,7 @@ from dataclasses import replace
 from collections import Counter
 
 from curate.modalities.pdf import text_quality, words
+from curate.modalities.pdf.crops import displayed
 from curate.modalities.pdf.language import detect as detect_language
 from curate.modalities.pdf.order import xy_cut
 from curate.modalities.pdf.records import (
@@ -126,7 +129,23 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
                         has_figure=any(r.kind == "figure" for r in regions),
                         has_equation=any(r.kind == "formula" for r in regions),
                         ocr_confidence=ocr_confidence(regions), text_quality=_quality(page, markdown),
-                        titles=tuple(titles), hyphens=hyphens, doc_title=trusted_title(page.doc_title, page.path))
+                        titles=tuple(titles), hyphens=hyphens, doc_title=trusted_title(page.doc_title, page.path),
+                        layout=page_layout(page, regions))
+
+
+def page_layout(page: PageRecord, regions: list[RegionRecord]) -> tuple[dict, ...]:
+    """A page's regions (sorted by `order`) as `PageMarkdown.layout` entries: the place each has
+    in the Markdown's order (0, 1, 2...), its kind, and its box moved from the unrotated page
+    (every route's `bbox`: records.py) to the page as rendered (`crops.displayed`: /Rotate
+    applied, as `page.get_pixmap` shows it), kept within the page and rounded to 0.01 pt."""
+    w, h = (page.height_pt, page.width_pt) if page.rotation in (90, 270) else (page.width_pt, page.height_pt)
+    out = []
+    for k, region in enumerate(regions):
+        x0, y0, x1, y1 = displayed(region.bbox, page)
+        x0, x1 = (round(min(max(0.0, v), w), 2) for v in (x0, x1))
+        y0, y1 = (round(min(max(0.0, v), h), 2) for v in (y0, y1))
+        out.append({"order": k, "kind": region.kind, "x0": x0, "y0": y0, "x1": x1, "y1": y1})
+    return tuple(out)
 
 
 def ocr_confidence(regions: list[RegionRecord]) -> float | None:

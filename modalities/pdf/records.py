@@ -6,8 +6,11 @@ knows its file and index and how to render itself, and its image travels only fr
 stage to the model that reads it, already sized for that model. A page's number is its lineage
 ordinal (`Page.index` is the same number, kept because a worker needs it to open the page).
 
-Coordinates: `bbox` is (x0, y0, x1, y1) in PDF points on the unrotated page, origin top left
-(PyMuPDF's page.rect space); a rendered image of `scale` maps a point p to pixel p * scale.
+Coordinates: `bbox` is (x0, y0, x1, y1) in PDF points on the unrotated page, origin at the top
+left of its cropbox (PyMuPDF's text extraction space: `page.rect` before /Rotate, `width_pt` x
+`height_pt`); a rendered image of `scale` maps a point p to pixel p * scale. A page row's `layout`
+alone is in points of the page as rendered (its /Rotate applied, `crops.displayed`), for drawing
+on its image.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ Line = Region.child("line")  # a text line that OCR detection found in a region'
 REGION_KINDS = ("text", "title", "list", "table", "figure", "caption", "formula", "code", "footnote",
                 "header", "footer", "page_number", "aside", "unknown")
 PARATEXT = frozenset({"header", "footer", "page_number", "aside"})  # dropped from Markdown by default
+
+# A page row's `layout` entry: one region, in the page's reading order, its box in points of the
+# page as rendered (PyMuPDF's get_pixmap applies /Rotate: multiply by a zoom to get its pixels)
+LAYOUT_KEYS = ("order", "kind", "x0", "y0", "x1", "y1")
 
 # How a page's text was obtained, recorded in its row.
 ROUTES = ("text_layer", "ocr", "layout", "empty")
@@ -215,10 +222,27 @@ class PageMarkdown:
     titles: tuple = ()  # (font size, bold) of each title block in page order, for levelling across pages
     hyphens: tuple = ()  # (start, split, end) of each word joined at a line-end hyphen (words.resolve)
     doc_title: str = ""  # the document's /Title metadata when it is trustworthy (assemble.trusted_title)
+    # per region the Markdown was made from (paratext too), in reading order: a dict of LAYOUT_KEYS
+    # (order, kind, x0, y0, x1, y1: points of the page as rendered, top left origin); a recorded
+    # row's list of dicts (Parquet's list<struct>) is taken as it comes back
+    layout: tuple = ()
 
     def __post_init__(self):
         if self.route not in ROUTES:
             raise ValueError(f"route {self.route!r}; one of {ROUTES}")
+        object.__setattr__(self, "layout", tuple(layout_entry(e) for e in self.layout or ()))
+
+
+def layout_entry(entry: dict) -> dict:
+    """One `PageMarkdown.layout` entry with exactly LAYOUT_KEYS, typed as its column is (an int
+    order, a str kind, float coordinates: one Parquet struct type for every row and part)."""
+    missing = [k for k in LAYOUT_KEYS if entry.get(k) is None]
+    if missing:
+        raise ValueError(f"layout entry {entry!r} lacks {', '.join(missing)}; give each of {', '.join(LAYOUT_KEYS)}")
+    box = tuple(float(entry[k]) for k in LAYOUT_KEYS[2:])
+    if not (box[0] <= box[2] and box[1] <= box[3]):
+        raise ValueError(f"layout entry {entry!r}: x0 <= x1 and y0 <= y1")
+    return {"order": int(entry["order"]), "kind": str(entry["kind"]), **dict(zip(LAYOUT_KEYS[2:], box))}
 
 
 @dataclass(frozen=True, slots=True)
