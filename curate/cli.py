@@ -1,4 +1,4 @@
-"""`curate run | validate | recipes | inspect | report | eval | dedup`.
+"""`curate run | validate | recipes | inspect | show | report | eval | dedup | rerun | view`.
 
 RECIPE is a recipe file, or the name of a recipe: bundled in `curate.recipes` or found on
 CURATE_RECIPES_PATH (`curate recipes` lists them; see `curate.recipe.bundled`).
@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     from curate.rerun.cli import add_parser as _rerun_parser  # `curate rerun`: its own module
 
     _rerun_parser(sub)
+    from curate.view.cli import add_parser as _view_parser  # `curate view`: its own module
+
+    _view_parser(sub)
     return p
 
 

@@ -16,7 +16,7 @@ EXTRAS = {"ray": "ray", "pyarrow": "parquet", "matplotlib": "report", "yaml": "p
           "mineru": "mineru", "mineru_vl_utils": "vlm", "transformers": "vlm",
           "torch": "vlm", "vllm": "vllm", "av": "video", "scenedetect": "video", "decord": "video",
           "cv2": "video", "pypdfium2": "mineru", "docvortex": "mineru", "PIL": "vlm", "xxhash": "dedup",
-          "fsspec": "s3", "s3fs": "s3", "gcsfs": "gcs"}
+          "fsspec": "s3", "s3fs": "s3", "gcsfs": "gcs", "jinja2": "view", "markdown_it": "view"}
 NOT_EXTRAS = {"yaml": "pyyaml"}  # modules curate itself needs: a plain package, not an extra
 
 

@@ -21,29 +21,34 @@ def output_path(out, name: str) -> Path:
     return Path(out) / name
 
 
-def read_table(out, name: str, version: int | None = None):
+def read_table(out, name: str, version: int | None = None, *, columns: list[str] | None = None, where=None):
     """All committed rows of one output as one Arrow table, in its latest version: where
     `curate rerun` wrote versions beside the run's rows, each entity's row comes from the
     newest version that has one, with a `version` column (`version=k`: as it was after version
     k; 1: the run's own rows). See `curate.rerun.versions`. `out`: a path, a URL
-    (`s3://bucket/out`) or a `curate.io.location`."""
+    (`s3://bucket/out`) or a `curate.io.location`.
+
+    `columns`: read only these (and `entity_id` and `lineage`, which the versions need; a
+    column no part has is left out). `where`: an Arrow expression pushed down to the parts,
+    on columns a rerun does not change (`root_key`, `entity_id`): a row's versions must all
+    match it or none, for the newest to win."""
     from curate.io.location import location
     from curate.rerun import versions
 
     loc = location(out)
     made = versions.existing(loc)  # listed once: checked against, then read
     versions.check_version(loc, version, made)
-    base = read_parts(loc, name)
+    base = read_parts(loc, name, columns=columns, where=where)
     newer = [(k, t) for k in made if version is None or k <= version
-             if (t := read_parts(loc.child(versions.version_dir(k)), name)).num_rows]
+             if (t := read_parts(loc.child(versions.version_dir(k)), name, columns=columns, where=where)).num_rows]
     return versions.overlay(base, newer) if newer else base
 
 
-def read_parts(out, name: str):
+def read_parts(out, name: str, *, columns: list[str] | None = None, where=None):
     """The committed rows of one output directory's output `name` (no versions): its part files
     read with the schema of all of them unified by name (`unified_schema`), not the first
     one's, so a column that a part lacks, or holds only nulls in, reads as None there and keeps
-    its values in the other parts."""
+    its values in the other parts. `columns` and `where`: as `read_table` takes them."""
     ds = require("pyarrow.dataset", "reading an output directory")
     import pyarrow as pa
 
@@ -53,15 +58,24 @@ def read_parts(out, name: str):
     output_path(loc.spec, name)  # the check of the name
     fs, files = loc.fs, loc.arrow_paths(name)  # the published parts: each one committed (curate.io.commits)
     if not files:
-        return pa.table({c: [] for c in LINEAGE_COLUMNS})
+        return pa.table({c: [] for c in (columns or LINEAGE_COLUMNS)})
     schema = unified_schema(files, filesystem=fs)
     if schema is None:  # kinds that cannot be promoted: as JSON text throughout, as within a part
         import pyarrow.parquet as pq
 
         from curate.io.rows import concat_tables
 
-        return concat_tables([pq.read_table(f, filesystem=fs) for f in files])
-    return ds.dataset(files, format="parquet", schema=schema, filesystem=fs).to_table()
+        table = concat_tables([pq.read_table(f, filesystem=fs) for f in files])
+        table = table.filter(where) if where is not None else table
+        return table.select(_wanted(columns, table.schema)) if columns else table
+    cols = _wanted(columns, schema) if columns else None
+    return ds.dataset(files, format="parquet", schema=schema, filesystem=fs).to_table(columns=cols, filter=where)
+
+
+def _wanted(columns: list[str], schema) -> list[str]:
+    """`columns` with the ones versions need, those the schema has, in the schema's order."""
+    wanted = {*columns, "entity_id", "lineage"}
+    return [n for n in schema.names if n in wanted]
 
 
 def unified_schema(files: list[str], filesystem=None):
