@@ -36,6 +36,9 @@ Suites (default: all, in this order):
   workerfiles  payload files written by the workers that made them vs through the Parquet
                writer, on Ray and the local executor, to a local directory and to s3:// on
                moto: wall and the writer's peak RSS, on/off (benchmarks/worker_files.py)
+  view         `curate view` on one output of 100,000 PDF-page rows: opening it (the first table
+               page), a filter, a sort, page 100, a row, over HTTP, vs read_table and pandas
+               reading it whole; seconds and peak RSS (benchmarks/view.py)
 
 `--quick` shrinks every suite (the longtail one to one shape of 1,200 pages). Results go to
 DIR (default benchmarks/results/<UTC time>): <suite>.json, <suite>.png, <suite>.md, and
@@ -58,14 +61,14 @@ sys.path.insert(0, str(HERE))
 
 from plots import plot  # noqa: E402
 from suites_data import (suite_dedup, suite_objectstore, suite_pdfquality, suite_rerun,  # noqa: E402
-                         suite_workerfiles)
+                         suite_view, suite_workerfiles)
 from suites_engine import (suite_ablation, suite_longtail, suite_overhead, suite_realwork,  # noqa: E402
                            suite_simulation, suite_suppression)
 
 SUITES = {"longtail": suite_longtail, "ablation": suite_ablation, "suppression": suite_suppression,
           "overhead": suite_overhead, "realwork": suite_realwork, "simulation": suite_simulation,
           "pdfquality": suite_pdfquality, "dedup": suite_dedup, "objectstore": suite_objectstore,
-          "rerun": suite_rerun, "workerfiles": suite_workerfiles}
+          "rerun": suite_rerun, "workerfiles": suite_workerfiles, "view": suite_view}
 
 
 def machine() -> str:

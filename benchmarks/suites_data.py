@@ -1,5 +1,5 @@
 """The data-quality and storage suites of `python -m benchmarks`: pdfquality, dedup, objectstore,
-rerun and workerfiles (each a function returning its results and tables)."""
+rerun, workerfiles and view (each a function returning its results and tables)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,14 @@ def suite_workerfiles(quick: bool) -> tuple[dict, list[Table]]:
 
     res = _script("worker_files.py", quick)
     return (res, worker_files.tables(res)) if res else ({}, [])
+
+
+def suite_view(quick: bool) -> tuple[dict, list[Table]]:
+    """`curate view` opening, filtering and paging a 100,000-row output vs reading it whole."""
+    import view
+
+    res = _script("view.py", quick)
+    return (res, view.tables(res)) if res else ({}, [])
 
 
 def _quality_table(res: dict) -> Table:
