@@ -15,9 +15,11 @@ from html.parser import HTMLParser
 
 from curate.deps import require
 
-# No script runs on any page (there is none), no request leaves the site, nothing embeds it.
-CSP = ("default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+# No script runs on any page (there is none), no request leaves the site; the server's header also
+# says that nothing may embed it (a <meta> policy cannot: an exported page carries the rest).
+CSP_META = ("default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'self'; "
+            "form-action 'self'; base-uri 'none'")
+CSP = CSP_META + "; frame-ancestors 'none'"
 SAFE_SCHEMES = ("http:", "https:", "mailto:", "#")
 SHORT_TEXT = 120  # characters of a text cell shown in a table; the row's page shows all of it
 TABLE_TAGS = {"table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "br"}
@@ -91,8 +93,16 @@ def sanitize(html: str) -> str:
 
 
 def markdown_html(text: str | None) -> str:
-    """`text` as HTML (see the module docstring): safe to insert unescaped."""
-    return _markdown().render(text or "")
+    """`text` as HTML (see the module docstring): safe to insert unescaped. A table column's
+    alignment becomes a class (`ta-right`): the policy allows no inline style."""
+    md = _markdown()
+    env: dict = {}
+    tokens = md.parse(text or "", env)
+    for t in tokens:
+        style = t.attrs.pop("style", None) if t.type in ("th_open", "td_open") else None
+        if isinstance(style, str) and style.startswith("text-align:"):
+            t.attrs["class"] = "ta-" + style.split(":", 1)[1].strip()
+    return md.renderer.render(tokens, md.options, env)
 
 
 def _escape(text: str) -> str:
@@ -109,7 +119,7 @@ def environment():
                              trim_blocks=True, lstrip_blocks=True)
     env.filters.update(markdown=lambda t: _safe(markdown_html(t)), cell=cell,
                        short=short, number=number)
-    env.globals.update(CSP=CSP)
+    env.globals.update(CSP=CSP_META)
     return env
 
 

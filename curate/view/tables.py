@@ -175,8 +175,23 @@ def _read_light(loc, name: str):
     light = [c for c in schema_cols if c not in heavy]
     table = read_table(loc, name, columns=light or None)
     if "version" not in table.column_names and table.num_rows:  # versions' overlay is in lineage order
-        table = table.take(sorted(range(table.num_rows), key=table.column("lineage").to_pylist().__getitem__))
+        table = table.take(lineage_order(table))
     return table, heavy
+
+
+def lineage_order(table):
+    """Indices that put `table` in lineage order, in Arrow: an output's rows are all at one level,
+    so their lineages have one length, and each entry is a sort key of its own."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lineage = table.column("lineage")
+    lengths = pc.list_value_length(lineage)
+    depth = pc.max(lengths).as_py() or 0
+    if pc.min(lengths).as_py() != depth:  # not one level: Python's list order
+        return pa.array(sorted(range(table.num_rows), key=lineage.to_pylist().__getitem__), pa.int64())
+    keys = pa.table({f"l{i}": pc.list_element(lineage, i) for i in range(depth)})
+    return pc.sort_indices(keys, [(f"l{i}", "ascending") for i in range(depth)])
 
 
 def _columns(loc, name: str) -> list[str]:
@@ -254,6 +269,9 @@ def facets(matched, table) -> dict[str, list[tuple[str, int]]]:
               and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_boolean(f.type))]
     out = {}
     for n in names:
+        if pa.types.is_null(table.schema.field(n).type):  # no value anywhere (cause_kind of a clean run)
+            out[n] = [(NULL, matched.num_rows)] if matched.num_rows else []
+            continue
         if pc.count_distinct(table.column(n), mode="all").as_py() > FACET_MAX and n not in FACETS_FIRST[:2]:
             continue
         counts = pc.value_counts(matched.column(n)).to_pylist() if matched.num_rows else []
