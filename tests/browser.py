@@ -48,6 +48,14 @@ def chromium_executable() -> str | None:
     return found
 
 
+def _absent(why: str):
+    """Skip, naming what is missing; fail instead where CURATE_REQUIRE_BROWSER=1 (CI, which installs
+    both: a browser test skipped there would hide a broken set-up)."""
+    if os.environ.get("CURATE_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"CURATE_REQUIRE_BROWSER=1 but {why}")
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """A headless Chromium for the module. Module scope, not session: each module that imports the
@@ -56,11 +64,11 @@ def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("playwright is not installed (pip install playwright: curate's test extra)")
+        _absent("playwright is not installed (pip install playwright: curate's test extra)")
     executable = chromium_executable()
     if executable is None:
-        pytest.skip("chromium is not installed (apt-get install chromium, as scripts/setup-browser does, "
-                    "or set CURATE_CHROMIUM to a Chromium binary)")
+        _absent("chromium is not installed (apt-get install chromium, as scripts/setup-browser does, "
+                "or set CURATE_CHROMIUM to a Chromium binary)")
     with sync_playwright() as playwright:
         # No sandbox: Chromium's needs user namespaces or a setuid helper, and as root it refuses to
         # start without --no-sandbox (which chromium_sandbox=False passes). Playwright's own flags

@@ -155,6 +155,11 @@ def test_pdf_extra_runs_pdf_to_markdown_with_ocr(pdf_env):
     pdf_env.curate("rerun", str(out), "--step", "ocr", "--where", "route == 'ocr'", "--no-progress", "--executor", "local")
     assert "version 2 (_versions/v2): rerun --step ocr --where \"route == 'ocr'\", done, rows replaced: documents 1; " \
            "pages 1" in pdf_env.curate("inspect", str(out)).stdout
+    # the output as a site, with the extra's libraries alone: each page's image rendered from its input
+    site = pdf_env.work / "site-pdf"
+    pdf_env.curate("view", str(out), "--html", str(site))
+    assert (site / "index.html").is_file() and len(list(site.glob("root-*.html"))) == 2
+    assert len([p for p in (site / "media").glob("*.png") if p.read_bytes()[:4] == b"\x89PNG"]) == 2  # the pages
 
 
 def test_pdf_extra_runs_pdf_curated_then_dedups_its_documents(pdf_env):
@@ -239,6 +244,9 @@ def test_video_extra_runs_video_captions_with_the_tiny_model(video_env):
     video_env.curate("rerun", str(out), "--step", "captions", "--no-progress", "--executor", "local", "--set",
                      f"pools.captioner.init.model={model}")
     assert f"rows replaced: clips {len(clips)}; videos 1" in video_env.curate("inspect", str(out)).stdout
+    site = video_env.work / "site-video"  # the clips as a site: each kept clip's file beside its caption
+    video_env.curate("view", str(out), "--html", str(site))
+    assert len(list((site / "media").glob("*.mp4"))) == len(clips)
 
 
 def test_video_extra_runs_video_curated_then_dedups_its_clips(video_env):

@@ -56,8 +56,17 @@ class Views:
 
     def _html(self, template: str, status: int = 200, **context) -> Response:
         context.setdefault("out", str(self.site.dir.path))
+        context.setdefault("nav", self._nav())
         html = self.env.get_template(template).render(links=self.links, **context)
         return Response(status, "text/html; charset=utf-8", html.encode())
+
+    def _nav(self) -> list[tuple[str, str | None]]:
+        """The header's links: each output's table, each dedup output's clusters."""
+        try:
+            return ([(n, self.links.url("table", o=n)) for n in self.site.outputs()]
+                    + [(n, self.links.url("dedup", o=n)) for n in self.site.dedup_outputs()])
+        except CurateError:  # a manifest that cannot be read: the page says why, without links
+            return []
 
     # ---- pages ------------------------------------------------------------------------------
     def summary(self, params) -> Response:
