@@ -103,19 +103,16 @@ def _drawn(site, run: str) -> bytes:
         run, metrics = site.dir.metrics(run)
     except CurateError as exc:
         raise NotFound(str(exc)) from None
-    return _draw_cached(str(site.dir.path), run, metrics, write_report, tempfile)
+    key = (str(site.dir.path), run)
+    with _drawn_lock:
+        if key not in _DRAWN:
+            with tempfile.TemporaryDirectory(prefix="curate-view-") as tmp:
+                _DRAWN[key] = Path(write_report(metrics, tmp, title=f"curate run {run}")["png"]).read_bytes()
+        return _DRAWN[key]
 
 
 _drawn_lock = threading.Lock()
 _DRAWN: dict[tuple, bytes] = {}  # (output directory, run) -> its timeline drawn by this process
-
-
-def _draw_cached(out: str, run: str, metrics: dict, write_report, tempfile) -> bytes:
-    with _drawn_lock:
-        if (out, run) not in _DRAWN:
-            with tempfile.TemporaryDirectory(prefix="curate-view-") as tmp:
-                _DRAWN[(out, run)] = Path(write_report(metrics, tmp, title=f"curate run {run}")["png"]).read_bytes()
-        return _DRAWN[(out, run)]
 
 
 def file_columns(site, output: str, row: dict) -> dict[str, tuple[str, str]]:

@@ -22,19 +22,10 @@ HIDDEN = ("layout", "titles", "hyphens", "lineage", "root_key", "parent_id", "en
 
 
 def root_kind(site) -> str:
-    """What an input of this directory is, for its page's title and links: document, video
-    or input (from the outputs' columns)."""
-    cached = getattr(site, "_root_kind", None)
-    if cached is None:
-        cols = set()
-        for name in site.outputs():
-            if site.loc.exists(name):
-                from curate.view.tables import _columns
-
-                cols |= set(_columns(site.loc, name))
-        cached = "video" if {"start_s", "end_s"} <= cols else "document" if "markdown" in cols else "input"
-        site._root_kind = cached
-    return cached
+    """What an input of this directory is, for its page's title: document, video or input (from
+    the outputs' columns)."""
+    cols = site.columns()
+    return "video" if {"start_s", "end_s"} <= cols else "document" if "markdown" in cols else "input"
 
 
 def page(views, key: str):

@@ -15,7 +15,6 @@ from pathlib import Path
 from curate.errors import CurateError
 from curate.io.commits import META
 from curate.io.outdir import OutputDir
-from curate.names import FILES_DIR
 from curate.view.tables import LightTable
 
 DEDUP_SUFFIX = "_dedup"  # curate.dedup.run.SUFFIX (not imported: it pulls numpy)
@@ -35,6 +34,7 @@ class Site:
         self._tables: dict[str, LightTable] = {}
         self._lock = threading.Lock()
         self._digests: dict[tuple, str] = {}
+        self._columns: set[str] | None = None
 
     # ---- what is there ---------------------------------------------------------------------
     def manifest(self) -> dict:
@@ -57,6 +57,15 @@ class Site:
         if name not in known:
             raise NotFound(f"no output {name!r} here; the outputs are {', '.join(known) or 'none'}")
         return name
+
+    def columns(self) -> set[str]:
+        """Every column of every output (read once: what kind of input the directory holds)."""
+        if self._columns is None:
+            from curate.view.tables import output_columns
+
+            self._columns = {c for name in self.outputs() if self.loc.exists(name)
+                             for c in output_columns(self.loc, name)}
+        return self._columns
 
     def table(self, name: str) -> LightTable:
         with self._lock:
@@ -164,8 +173,3 @@ class Site:
             return None
         path = Path(self.loc.path(f"{META}/{run}/report.png"))
         return path if path.is_file() else None
-
-
-def files_dir_of(rel: str) -> bool:
-    """Whether a payload path points into an output's `_files/` (a digest-named file)."""
-    return rel.split("/", 1)[0] == FILES_DIR

@@ -54,9 +54,11 @@ class Query:
         """This query's parameters, with `change` applied (facet=(col, value|None), page=N,
         sort=col, desc=bool); a changed filter or sort goes back to page 0."""
         facets = dict(self.facets)
-        if "facet" in change:
+        if "facet" in change:  # (column, value): filter on it; (column, None): not on that column
             col, value = change.pop("facet")
-            facets.pop(col, None) if value is None else facets.__setitem__(col, value)
+            facets.pop(col, None)
+            if value is not None:
+                facets[col] = value
             change.setdefault("page", 0)
         out = {f"f.{k}": v for k, v in sorted(facets.items())}
         for col, (lo, hi) in sorted(self.ranges.items()):
@@ -119,7 +121,6 @@ class LightTable:
         return self.table
 
     def page(self, query: Query) -> Page:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         table = self.load()
@@ -171,7 +172,7 @@ def _read_light(loc, name: str):
     from curate.io.read import read_table
 
     heavy = heavy_columns(loc, name)
-    schema_cols = _columns(loc, name)
+    schema_cols = output_columns(loc, name)
     light = [c for c in schema_cols if c not in heavy]
     table = read_table(loc, name, columns=light or None)
     if "version" not in table.column_names and table.num_rows:  # versions' overlay is in lineage order
@@ -194,7 +195,7 @@ def lineage_order(table):
     return pc.sort_indices(keys, [(f"l{i}", "ascending") for i in range(depth)])
 
 
-def _columns(loc, name: str) -> list[str]:
+def output_columns(loc, name: str) -> list[str]:
     """Every column of the output's parts, in first-seen order."""
     names: list[str] = []
     for path in _parts(loc, name):

@@ -14,7 +14,7 @@ from curate.view import media, roots
 from curate.view.links import Links
 from curate.view.render import environment
 from curate.view.site import NotFound, Site
-from curate.view.tables import NULL, Query
+from curate.view.tables import Query
 
 ASSETS = {"view.css": "text/css; charset=utf-8"}  # the bundled files /assets/ serves, and no other
 CAUSES_SHOWN = 10
@@ -87,9 +87,8 @@ class Views:
         query = Query.from_params(params)
         page = self.site.table(output).page(query)
         heavy = self.site.table(output).heavy
-        root_route = roots.root_kind(self.site)
         return self._html("table.html", title=output, output=output, page=page, query=query, heavy=heavy,
-                          NULL=NULL, root_kind=root_route, domain=self.site.outputs()[output])
+                          domain=self.site.outputs()[output])
 
     def row(self, params) -> Response:
         output = self.site.check_output(params.get("o", ""))
@@ -98,7 +97,7 @@ class Views:
         texts = {k: row[k] for k in ("markdown", "caption") if isinstance(row.get(k), str)}
         files = media.file_columns(self.site, output, row)
         return self._html("row.html", title=f"{output} {row['entity_id']}", output=output, row=row,
-                          fields=fields, texts=texts, files=files, root_kind=roots.root_kind(self.site),
+                          fields=fields, texts=texts, files=files,
                           as_json=lambda v: json.dumps(v, default=str, ensure_ascii=False, indent=1))
 
     def root(self, params) -> Response:
@@ -130,7 +129,7 @@ class Views:
                 texts.append(None)
         return self._html("cluster.html", title=f"cluster {cluster_id}", name=name, source=source,
                           cluster_id=cluster_id, members=list(zip(members, texts)),
-                          preview=media.preview_column(texts), root_kind=roots.root_kind(self.site))
+                          preview=media.preview_column(texts))
 
     # ---- bytes ------------------------------------------------------------------------------
     def page_image(self, params) -> Response:
