@@ -180,6 +180,23 @@ def test_paths_outside_are_not_served(browser, pdf_site):
             assert visit.page.request.get(url + path).status == 404, path
 
 
+def test_a_symlink_in_an_input_root_to_a_file_outside_is_not_served(pdf_site, tmp_path):
+    from curate.io.sources import file_digest
+    from curate.view.site import NotFound, Site
+
+    out, _ = pdf_site
+    site = Site(out)
+    (root,) = site._input_roots()
+    outside = tmp_path / "outside.pdf"
+    shutil.copyfile(PDFS / "docling_2305.03393v1-pg9.pdf", outside)
+    (Path(root) / "link.pdf").symlink_to(outside)
+    key = f"link.pdf@{file_digest(str(outside))}"  # the right hash: only the path gives it away
+    with pytest.raises(NotFound):
+        site.input_file(key)
+    (real,) = [r["root_key"] for r in _rows(out, "documents") if r["root_key"].startswith("docling_2305")]
+    assert site.input_file(real).name == "docling_2305.03393v1-pg9.pdf"  # the recorded input is
+
+
 def test_video_page_shows_clips_in_time_order(browser, video_site, tmp_path):
     out, url = video_site
     clips = _rows(out, "clips")
