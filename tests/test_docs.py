@@ -187,7 +187,7 @@ def test_every_bundled_recipe_has_its_section_with_its_steps_pools_and_outputs()
         for step in data["steps"]:
             assert f"| `{step['id']}` |" in section, (name, step["id"])
         for pool in data.get("pools") or {}:
-            assert f"| `{pool}` |" in section, (name, pool)
+            assert f"- **`{pool}`**: `{data['pools'][pool]['class']}`" in section, (name, pool)
         for output in data["outputs"]:
             assert f"| [`{output}`](output-columns.md) |" in section, (name, output)
         for step in data.get("rerun") or {}:

@@ -68,33 +68,40 @@ def _op(step: dict) -> tuple[str, object]:
     return kind, step[kind]
 
 
-def _runs(body: object) -> str:
-    if not isinstance(body, dict):
-        return ""
+def _runs(body: dict) -> str:
     if "pool" in body:
-        return f"pool `{body['pool']}`.`{body.get('method', '__call__')}`"
+        return f"pool `{body['pool']}`, method `{body.get('method', '__call__')}`"
     return f"`{body['stage']}`" if "stage" in body else ""
 
 
-def _settings(kind: str, body: object) -> str:
+def operation(step: dict) -> str:
+    """What a step does, in words: `**expand** `source` into `page` by `module:Stage``."""
+    kind, body = _op(step)
     if kind == "zip":
+        return f"**zip** {', '.join(f'`{r}`' for r in body)}"
+    if kind == "broadcast":
+        return f"**broadcast** `{body['from']}` onto `{body['onto']}`"
+    into = f" into `{body['into']}`" if "into" in body else ""
+    return f"**{kind}** `{body['from']}`{into} by {_runs(body)}"
+
+
+def _settings(kind: str, body: object) -> str:
+    if kind in ("zip", "broadcast"):
         return ""
-    shown = {k: v for k, v in body.items() if k not in ("from", "onto", "stage", "pool", "method")}
+    shown = {k: v for k, v in body.items() if k not in ("from", "into", "stage", "pool", "method")}
     return ", ".join(f"{k}: `{flow(v)}`" for k, v in shown.items())
 
 
 def steps_table(steps: list) -> list[str]:
-    """A table of steps: id, operation, what it reads, what runs it, its settings."""
-    rows = ["| step | op | reads | runs | settings |", "|---|---|---|---|---|"]
+    """A table of steps: id, then what it does (operation, what it reads, what runs it) over its
+    settings."""
+    rows = ["| step | what it does |", "|---|---|"]
     for s in steps:
         if isinstance(s, str):  # a rerun entry reusing the recipe's step
-            rows.append(f"| `{s}` | the recipe's step | | | |")
+            rows.append(f"| `{s}` | the recipe's step `{s}` |")
             continue
-        kind, body = _op(s)
-        reads = ", ".join(f"`{r}`" for r in body) if kind == "zip" else f"`{body['from']}`"
-        if kind == "broadcast":
-            reads += f" onto `{body['onto']}`"
-        rows.append(f"| `{s['id']}` | {kind} | {reads} | {cell(_runs(body))} | {cell(_settings(kind, body))} |")
+        settings = _settings(*_op(s))
+        rows.append(f"| `{s['id']}` | {cell(operation(s))}" + (f"<br>{cell(settings)}" if settings else "") + " |")
     return rows
 
 
@@ -128,11 +135,12 @@ def recipe_markdown(name: str, data: dict, text: str) -> list[str]:
            f"- **Run options:** `{flow(data.get('run', {}))}`",
            f"- **Run it:** `curate run {name} --input DIR --output OUT`", ""]
     if data.get("pools"):
-        out += ["### Pools", "", "| pool | class | replicas | resources | init |", "|---|---|---|---|---|"]
+        out += ["### Pools", ""]
         for pool, spec in data["pools"].items():
-            res = ", ".join(f"{k}: {flow(spec[k])}" for k in RESOURCE_KEYS if k in spec)
-            out.append(f"| `{pool}` | `{spec['class']}` | {spec.get('replicas', 'default')} | {cell(res)} | "
-                       f"{cell('`' + flow(spec['init']) + '`' if 'init' in spec else '')} |")
+            workers = [f"replicas: `{spec['replicas']}`"] if "replicas" in spec else []
+            workers += [f"{k}: `{flow(spec[k])}`" for k in RESOURCE_KEYS if k in spec]
+            init = f"; init: `{flow(spec['init'])}`" if "init" in spec else ""
+            out.append(f"- **`{pool}`**: `{spec['class']}`" + (f", {', '.join(workers)}" if workers else "") + init)
         out.append("")
     out += ["### Steps", "", *steps_table(data["steps"]), "", "### Outputs", "", *_outputs(data["outputs"])]
     for entry in data.get("dedup") or []:
