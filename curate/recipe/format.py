@@ -99,7 +99,8 @@ class KeyDoc:
 def _keys(*entries: tuple) -> dict[str, KeyDoc]:
     """(key, default, meaning[, type]) entries as key -> KeyDoc; a key without a type takes its
     check's description of a good value."""
-    return {k: KeyDoc(rest[0] if rest else CHECKS[k][1], str(default), meaning) for k, default, meaning, *rest in entries}
+    return {k: KeyDoc(rest[0] if rest else CHECKS[k][1], str(default), meaning)
+            for k, default, meaning, *rest in entries}
 
 
 _BATCH = ("batch_size", f"`{defaults.DEFAULT_BATCH_SIZE}`", "Items per call of the stage: a model stage batches, "
