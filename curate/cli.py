@@ -217,6 +217,8 @@ def cmd_run(args) -> int:
     opts = dict(recipe.run_options)
     out = args.output or opts.pop("output_dir", None)
     opts.pop("output_dir", None)
+    resume = args.resume or opts.pop("resume", False)  # the recipe's run: options, the flags over them
+    progress = opts.pop("progress", True) and not args.no_progress
     if not out:
         raise CurateError("no output directory: pass --output DIR or set run.output_dir in the recipe")
     if recipe.dedup and is_url(out):  # before the run, not after it
@@ -235,8 +237,8 @@ def cmd_run(args) -> int:
     else:  # a recipe's glob lists its files (a FileInputs, keyed as recipe.key keys them)
         inputs = recipe.inputs()
         key = None if isinstance(inputs, FileInputs) else recipe.key
-    res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
-                 allow_changed_code=args.allow_changed_code, retry_failed=args.retry_failed, progress=not args.no_progress,
+    res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=resume,
+                 allow_changed_code=args.allow_changed_code, retry_failed=args.retry_failed, progress=progress,
                  recipe=recipe.text, **opts)
     print(f"wrote {out}: run {res.run_id}")
     if args.retry_failed:

@@ -220,10 +220,10 @@ KEY_DOCS: dict[str, dict[str, KeyDoc]] = {
         ("pipeline_depth", "`2`", "Calls in flight per Ray actor: one computes while the next is shipped."),
         ("output_dir", "none: `--output` gives it", "The output directory or `s3://` prefix, relative to where "
          "the run starts."),
-        ("resume", "`false`", "Continue a killed run, skipping committed inputs: for `curate.run` from Python "
-         "(`Recipe.run_options`); `curate run` takes `--resume` instead."),
-        ("progress", "on a terminal", "Show progress per level: for `curate.run` from Python; `curate run` shows it "
-         "unless `--no-progress`."),
+        ("resume", "`false`", "Continue a killed run, skipping committed inputs (`curate run --resume` does the "
+         "same for one run)."),
+        ("progress", "on a terminal", "Show progress per level (`curate run --no-progress` turns it off for one "
+         "run)."),
         ("sink_options", "`{}`", f"Options of the Parquet writer: `shard_rows` (`{defaults.DEFAULT_SHARD_ROWS}`), "
          f"`flush_s` (`{defaults.DEFAULT_FLUSH_S}`), `row_group_rows` (`{defaults.DEFAULT_ROW_GROUP_ROWS}`).")),
     "dedup": _keys(
