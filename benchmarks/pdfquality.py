@@ -43,7 +43,7 @@ WARM_DOCS = 2  # documents of the untimed warm-up runs (models loaded, first inf
 QUALITY = ("curate", "loop", "pymupdf4llm", "mineru4 flash")
 SPEED = ("curate one-shot", "curate one-shot, layout rf", "curate warm session", "loop", "pymupdf4llm",
          "mineru4 flash")
-RF = ["pools.layout.init.features=rf"]  # the layout model without its image features (README, PDF -> Markdown)
+RF = ["pools.layout.init.features=rf"]  # the layout model without its image features (docs/guides/pdf-to-markdown.md)
 
 from common import RESULT, run_fresh  # noqa: E402
 

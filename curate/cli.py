@@ -105,15 +105,16 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
     v = sub.add_parser("validate", help="check a recipe and its pipeline without running anything")
     v.add_argument("recipe", help=recipe_help)
-    v.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE")
+    v.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a recipe field, as `curate run --set` does")
     v.set_defaults(func=cmd_validate)
     ls = sub.add_parser("recipes", help="list the recipes runnable by name, with their descriptions")
     ls.set_defaults(func=cmd_recipes)
     i = sub.add_parser("inspect", help="rows per output and status, top failure causes")
-    i.add_argument("out")
+    i.add_argument("out", help="the output directory (or s3:// prefix) of a `curate run`")
     i.set_defaults(func=cmd_inspect)
     sh = sub.add_parser("show", help="print one row of an output: its lineage, status and a column's text")
-    sh.add_argument("out")
+    sh.add_argument("out", help="the output directory (or s3:// prefix) of a `curate run`")
     sh.add_argument("output", help="the output's name, e.g. documents")
     sh.add_argument("row", nargs="?", default="0", help="a row number in lineage order (default 0) or an entity id")
     sh.add_argument("--column", help="the column to print in full (default: the row's longest text)")
@@ -121,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
                                                 "the latest, see `curate rerun`)")
     sh.set_defaults(func=cmd_show)
     rp = sub.add_parser("report", help="write report.png and summary.md for a run")
-    rp.add_argument("out")
+    rp.add_argument("out", help="the output directory (or s3:// prefix) of a `curate run`")
     rp.add_argument("--run", help="run id (default: the latest)")
     rp.set_defaults(func=cmd_report)
     _eval_parser(sub)
@@ -216,6 +217,8 @@ def cmd_run(args) -> int:
     opts = dict(recipe.run_options)
     out = args.output or opts.pop("output_dir", None)
     opts.pop("output_dir", None)
+    resume = args.resume or opts.pop("resume", False)  # the recipe's run: options, the flags over them
+    progress = opts.pop("progress", True) and not args.no_progress
     if not out:
         raise CurateError("no output directory: pass --output DIR or set run.output_dir in the recipe")
     if recipe.dedup and is_url(out):  # before the run, not after it
@@ -234,8 +237,8 @@ def cmd_run(args) -> int:
     else:  # a recipe's glob lists its files (a FileInputs, keyed as recipe.key keys them)
         inputs = recipe.inputs()
         key = None if isinstance(inputs, FileInputs) else recipe.key
-    res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=args.resume,
-                 allow_changed_code=args.allow_changed_code, retry_failed=args.retry_failed, progress=not args.no_progress,
+    res = cu.run(recipe.pipeline, inputs, key=key, output_dir=out, resume=resume,
+                 allow_changed_code=args.allow_changed_code, retry_failed=args.retry_failed, progress=progress,
                  recipe=recipe.text, **opts)
     print(f"wrote {out}: run {res.run_id}")
     if args.retry_failed:

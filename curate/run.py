@@ -165,7 +165,7 @@ def _execute(ex, driver: Driver, plan: Plan, sched: Scheduler, out: OutputDir | 
             status, error = "interrupted", "interrupted (Ctrl-C)"
             if out is not None and out.started:
                 raise RunInterrupted(out.path, sink) from None
-            if out is not None:  # the manifest records no run that never started (see README)
+            if out is not None:  # the manifest records no run that never started (docs/concepts/resume.md)
                 raise KeyboardInterrupt(f"interrupted before the run started: nothing was committed in "
                                         f"{out.path}; run it again as it was (no --resume needed)") from None
             raise

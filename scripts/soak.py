@@ -62,7 +62,7 @@ PY = sys.executable
 RAY = str(Path(PY).with_name("ray"))
 MARK = "CURATE_SOAK"
 RUN_LIMIT_S = 480  # a run that has not ended by then is a hang
-LOSS_LIMIT_S = 60  # a run whose cluster was killed must end within this (README: about 15 s)
+LOSS_LIMIT_S = 60  # a run whose cluster was killed must end within this (docs/guides/cluster.md: about 15 s)
 
 # The cluster owner: a head with no CPU (pool actors all live on worker nodes; the writer, 0 CPU,
 # stays on the head with the driver) and three 1-CPU worker nodes. Commands on stdin:

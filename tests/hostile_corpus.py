@@ -11,7 +11,8 @@ Made here, cheaply:
   under the other's extension), a truncated file;
 - a 10,000-page PDF of blank pages (page objects written through PyMuPDF's xref API: 0.3 s,
   where 10,000 `new_page` calls take 9 s). Blank pages take the recipe's `empty` route: neither
-  rendered nor read, as the README says, so the page count costs only the per-page check;
+  rendered nor read, as docs/guides/pdf-to-markdown.md says, so the page count costs only the
+  per-page check;
 - a page of 100,000 x 100,000 points (PyMuPDF writes a MediaBox past the 14,400 pt some readers
   cap at) holding only an image: it goes to OCR, so the renderer's long-side cap (3,500 px) is
   what keeps its pixels at 37 MB instead of 1.4 PB at 200 dpi;

@@ -45,6 +45,15 @@ def test_resume_of_a_finished_directory_redoes_nothing(done, capsys):
     assert man["counts"]["books"] == {"failed": 1, "present": 3}
 
 
+def test_a_recipes_run_resume_and_progress_are_taken_not_passed_twice(done, capsys):
+    """`run: {resume: true, progress: false}` in a recipe (here by --set) resumes the directory
+    quietly; `curate run` passed both as keywords of its own as well, a TypeError."""
+    sets = ["--set", "run.resume=true", "--set", "run.progress=false"]
+    assert main(["run", BOOKS, "--output", str(done), "--executor", "local", *sets]) == EXIT_PARTIAL
+    last = json.loads((done / "_curate" / "manifest.json").read_text())["runs"][-1]
+    assert last["resumed"] and last["roots_skipped"] == 4 and last["roots_done"] == 0
+
+
 def test_run_into_a_used_directory_without_resume_is_an_error(done, capsys):
     assert main(["run", BOOKS, "--output", str(done), *LOCAL]) == EXIT_ERROR
     assert "--resume" in capsys.readouterr().err

@@ -51,8 +51,8 @@ TOKENS = 6  # new tokens per caption and summary: the tiny model's noise is shor
 FILES_LAYOUT = 'outputs.documents={step: document_signals, files: {markdown: {ext: .md, name: "{key}/txt/{key}"}}}'
 # Cost, not behaviour: the recipe's per-page Calls ship 16-64 pages a batch, so the 10,000 blank
 # pages would be about 1,700 Ray calls of a few ms each (38 s here, where the local executor
-# takes 9); batches of 512 (README: `--set steps.<id>.<op>.batch_size=...` overrides any field)
-# make it 24 s. A run's rows do not depend on batch sizes, which the runs alone (defaults) check.
+# takes 9); batches of 512 (`--set steps.<id>.<op>.batch_size=...` overrides any field:
+# docs/reference/recipe-keys.md) make it 24 s. A run's rows do not depend on batch sizes, which the runs alone (defaults) check.
 PAGE_BATCHES = [f"steps.{step}.batch_size=512" for step in ("checked.map", "regions.expand", "page_layer.reduce",
                                                              "page_ocr.reduce", "page_markdown.map",
                                                              "page_signals.map", "page_rows.map")]
@@ -136,8 +136,9 @@ def same_rows(alone: list[dict], together: list[dict], columns: tuple[str, ...])
 def pdf_runs(ray_cluster, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hostile_pdf")
     corpus, inputs = pdf_corpus(tmp / "corpus")
-    # MinerU's file layout (the README's --set): document Markdown files named after the input's
-    # stem, so hostile names meet the code that turns names into paths.
+    # MinerU's file layout (the --set of docs/guides/pdf-to-markdown.md, "Outputs"): document
+    # Markdown files named after the input's stem, so hostile names meet the code that turns names
+    # into paths.
     together = hostile_run(tmp, corpus, inputs, "pdf_to_markdown", [FILES_LAYOUT, *PAGE_BATCHES])
     together["rows"] = by_input(corpus, together["inputs"], together["tables"]["documents"])
     valid = [str(h.path) for h in corpus if h.status == "present" and h.path.parent == PDFS]

@@ -239,9 +239,9 @@ def test_every_backend_and_modality_module_imports_light():
     assert not offenders, f"importing {modules} loaded heavy modules: {offenders}"
 
 
-# The engine's own direction (README, "How the engine is built"): core is pure; io is the sink and
-# knows no executor; executors move batches and know neither io nor the Driver's module (they are
-# handed a Driver) nor run().
+# The engine's own direction (docs/concepts/layout.md, "How the engine is built"): core is pure;
+# io is the sink and knows no executor; executors move batches and know neither io nor the
+# Driver's module (they are handed a Driver) nor run().
 ENGINE_RULES = {
     "curate/core": ("curate.executors", "curate.io", "curate.run", "curate.run_driver", "curate.session", "ray"),
     "curate/io": ("curate.executors", "curate.run", "curate.run_driver", "curate.session"),

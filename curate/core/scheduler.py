@@ -31,8 +31,8 @@ class Batch:
 
 
 class Scheduler(PrefetchCap):
-    """Drives one Plan over a stream of input windows (README, "Statuses and failures", says what
-    a run guarantees).
+    """Drives one Plan over a stream of input windows (docs/concepts/statuses-and-failures.md says
+    what a run guarantees).
 
     Admission: see `curate.core.admission.Admission` (on demand by default, or a fixed
     number of windows with `inflight`).

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
+from curate import defaults
+from curate.dedup import options as dedup_options
+from curate.dedup.options import ENTRY_KEYS as DEDUP_KEYS
 from curate.io.sources import PARQUET_KEYS, SOURCE_KINDS
+from curate.recipe.rerun_section import ENTRY_KEYS as RERUN_KEYS
 from curate.resources import Resources
 
 # ---- the format: keys each mapping may hold, and what a good value is -------------------------
@@ -76,6 +81,176 @@ CHECKS = {
     "on_child_failure": (lambda v: v in ("suppress", "drop"), "'suppress' or 'drop'", "on_child_failure: drop"),
     "resume": (lambda v: isinstance(v, bool), "true or false", "resume: true"),
     "progress": (lambda v: isinstance(v, bool), "true or false", "progress: true"),
+}
+
+
+# ---- the format's reference: each key's type, default and meaning ----------------------------
+# docs/reference/recipe-keys.md is generated from these (docs/hooks/reference.py), and
+# tests/test_docs.py checks that every key the sections above allow has its entry here.
+@dataclass(frozen=True)
+class KeyDoc:
+    """One recipe key as its reference gives it: what a good value is, its default, its meaning."""
+
+    type: str  # the check's own words (CHECKS) where the key has a check
+    default: str  # Markdown; "required" where the key may not be left out
+    meaning: str  # Markdown, one or two sentences
+
+
+def _keys(*entries: tuple) -> dict[str, KeyDoc]:
+    """(key, default, meaning[, type]) entries as key -> KeyDoc; a key without a type takes its
+    check's description of a good value."""
+    return {k: KeyDoc(rest[0] if rest else CHECKS[k][1], str(default), meaning)
+            for k, default, meaning, *rest in entries}
+
+
+_BATCH = ("batch_size", f"`{defaults.DEFAULT_BATCH_SIZE}`", "Items per call of the stage: a model stage batches, "
+          "a cheap function can take many at once.")
+_RETRIES = ("retries", f"`{defaults.DEFAULT_RETRIES}`", "Attempts of an isolated item after its batch failed, "
+            "before the item is FAILED.")
+_TIMEOUT = ("timeout_s", "`null` (no limit)", "Seconds one attempt on one batch may take; past it the attempt "
+            "fails and its worker is replaced.")
+_NAME = ("name", "the function's or method's name", "The Call's name in progress, metrics and causes.")
+_INIT = ("init", "`{}`", "Keyword arguments of the class, built once per worker (`cls(**init)`).")
+_MAPPING = "a mapping"  # the type of a key without a check in CHECKS
+# section -> (heading, where it goes, the keys the format allows there): the reference's order
+KEY_SECTIONS = {
+    "top": ("Top level", "the recipe file's own keys", TOP_KEYS),
+    "input": ("input:", "`input: {glob: ...}`: exactly one of these", SOURCE_KINDS),
+    "input.parquet": ("input: parquet:", "`input: {parquet: {path: ..., column: ...}}`", PARQUET_KEYS),
+    "step": ("steps:", "each step of the list: its `id` and exactly one operation", ("id", *OPS)),
+    "op": ("An operation's own keys", "inside `expand:`, `map:`, `filter:`, `reduce:` or `broadcast:`",
+           tuple(dict.fromkeys(k for keys in OP_KEYS.values() for k in keys))),
+    "stage": ("A step with its own stage", "inside the operation, with `stage:`; the resource keys too",
+              tuple(k for k in STAGE_KEYS if k not in RESOURCE_KEYS)),
+    "pool_call": ("A step on a shared pool", "inside the operation, with `pool:`", POOL_CALL_KEYS),
+    "pool": ("pools:", "`pools: {NAME: {...}}`: a pool several steps share; the resource keys too",
+             tuple(k for k in POOL_KEYS if k not in RESOURCE_KEYS)),
+    "resources": ("Resources", "what each worker holds: in a pool, or in a step with its own stage",
+                  RESOURCE_KEYS),
+    "output": ("outputs:", "`outputs: {NAME: STEP_ID}`, or `NAME: {step: STEP_ID, ...}` with options",
+               OUTPUT_KEYS),
+    "run": ("run:", "the options of `curate.run`", RUN_KEYS),
+    "dedup": ("dedup:", "each entry of the list: a corpus-level dedup `curate run` runs after the job",
+              DEDUP_KEYS),
+    "rerun": ("rerun:", "`rerun: {STEP: {...}}`: what `curate rerun OUT --step STEP` runs", RERUN_KEYS),
+}
+KEY_DOCS: dict[str, dict[str, KeyDoc]] = {
+    "top": _keys(
+        ("name", "the file's stem", "The recipe's name, in messages about it (a rerun's recipe is named after it)."),
+        ("description", "`\"\"`", "One line: what `curate recipes` lists beside the name."),
+        ("domains", "required", "The levels, `CHILD: PARENT` (`null` for the one root), e.g. "
+         "`{document: null, page: document}`.", "a mapping of names to a parent name or null"),
+        ("pools", "`{}`", "Worker pools that several steps share (one model, several Calls), by name.", _MAPPING),
+        ("steps", "required", "The dataflow, in any order: each step names the steps it reads "
+         "(`source` is the input).", "a list of steps"),
+        ("outputs", "required", "Output name -> the step whose values become `<output_dir>/<name>/`.", _MAPPING),
+        ("input", "none: `--input` gives it", "What to read; `curate run --input` replaces it.", _MAPPING),
+        ("extensions", "every file", "The file name endings an `--input DIR` expands to (any case, recursively)."),
+        ("run", "`{}`", "Run options, as `curate.run` takes them.", _MAPPING),
+        ("dedup", "`[]`", "Corpus-level dedups run after the job, each writing `<output_dir>/<output>_dedup/`.",
+         "a list of mappings"),
+        ("rerun", "`{}`", "Steps `curate rerun` can run again on committed rows, by name.", _MAPPING)),
+    "input": _keys(
+        ("glob", "-", "A pattern (`**` recurses); relative to the recipe's directory; a URL works too.", "text"),
+        ("paths", "-", "A list of files, relative to the recipe's directory.", "a list of paths"),
+        ("list_file", "-", "A text file of paths, one a line, relative to the list file.", "a path"),
+        ("parquet", "-", "A column of a Parquet file: its values, or the files they name.", _MAPPING)),
+    "input.parquet": _keys(
+        ("path", "required", "The Parquet file, relative to the recipe's directory.", "a path"),
+        ("column", "required", "The column whose values are the inputs.", "a column name"),
+        ("paths", "`false`", "The column holds file paths (relative to the Parquet file's directory).",
+         "true or false")),
+    "step": _keys(
+        ("id", "required", "The step's name: other steps read it (`from:`), outputs name it; not `source`.", "text"),
+        ("expand", "-", "Each item becomes ordered children in the domain `into:` names.", _MAPPING),
+        ("map", "-", "One value per item, in the same domain.", _MAPPING),
+        ("filter", "-", "Keep an item or DROP it with a reason: the stage gives `(keep, reason)` per item.",
+         _MAPPING),
+        ("reduce", "-", "Each parent's children, in order, become one value of the parent.", _MAPPING),
+        ("zip", "-", "Steps of one domain, combined into a tuple per item.", "a list of step ids"),
+        ("broadcast", "-", "A parent's value, copied onto each of its children (`from:` the parent, `onto:` "
+         "a child step).", _MAPPING)),
+    "op": _keys(
+        ("from", "required", "The step this one reads (`source`: the input).", "a step id"),
+        ("into", "required (expand)", "The child domain the items expand into.", "a domain name"),
+        ("on_child_failure", "`suppress`", "A reduce whose child FAILED: `suppress` the parent with that cause, "
+         "or `drop` the failed child and reduce the rest."),
+        ("onto", "required (broadcast)", "The child-domain step whose items receive the parent's value.",
+         "a step id")),
+    "stage": _keys(
+        ("stage", "required (or `pool:`)", "The stage: a batched function, or a class built once per worker.",
+         "an import path, `module:attribute`"),
+        _INIT, _BATCH,
+        ("replicas", f"one per GPU for a GPU stage, else `{defaults.DEFAULT_REPLICAS}`", "Workers of the stage."),
+        _RETRIES, _NAME, _TIMEOUT),
+    "pool_call": _keys(
+        ("pool", "required (or `stage:`)", "The pool (under `pools:`) whose workers run this step.", "a pool name"),
+        ("method", "`__call__`", "The method of the pool's class this step calls, `list -> list`."),
+        _BATCH, _RETRIES, _NAME, _TIMEOUT),
+    "pool": _keys(
+        ("class", "required", "The class built once per worker; each step on the pool calls one of its methods.",
+         "an import path, `module:Class`"),
+        _INIT,
+        ("replicas", f"one per GPU for a GPU pool, else `{defaults.DEFAULT_REPLICAS}`", "Workers of the pool.")),
+    "resources": _keys(
+        ("num_cpus", f"`{defaults.DEFAULT_NUM_CPUS}`, or the class's `default_resources`",
+         "CPUs each worker holds (fractions are fine)."),
+        ("num_gpus", "`0`, or the class's `default_resources`", "GPUs each worker holds (a fraction shares one)."),
+        ("memory", "`null`", "Bytes of RAM reserved per worker (Ray's `memory`)."),
+        ("resources", "`{}`", "Custom Ray resources per worker, e.g. `{accel: 1}`."),
+        ("accelerator_type", "`null`", "Only nodes with this accelerator, e.g. `H100`."),
+        ("runtime_env", "`null`", "The Ray runtime_env each worker's process starts with.")),
+    "output": _keys(
+        ("step", "required", "The step whose values the output keeps.", "a step id"),
+        ("schema", "inferred", "Column -> Arrow type (`string`, `int64`, ...) instead of inferring it.", _MAPPING),
+        ("files", "`{}`", "Column -> file extension (or `{ext: .png, name: TEMPLATE}`): those columns are written "
+         "as files under `<output>/_files/<column>/` and hold their relative path.", _MAPPING)),
+    "run": _keys(
+        ("executor", f"`{defaults.DEFAULT_EXECUTOR}`", "`ray`: actor pools, payloads in the object store; "
+         "`local`: threads in this process."),
+        ("input_batch_size", f"`{defaults.DEFAULT_INPUT_BATCH_SIZE}`", "Inputs (roots) per input window."),
+        ("inflight", "`null` (on demand)", "Input windows admitted at once; `null` admits while the pools are "
+         "short of work, within the two budgets below."),
+        ("max_live_entities", f"`{defaults.DEFAULT_ADMIT_ENTITIES}`", "Live entities (every level) that stop "
+         "admitting inputs."),
+        ("max_live_bytes", f"`{defaults.DEFAULT_ADMIT_BYTES}`", "Payload bytes live windows may pin that stop "
+         "admitting inputs."),
+        ("address", "`null` (a local Ray)", "The Ray cluster: `auto` or `HOST:PORT`."),
+        ("ray_init", "`{}`", "Options of `ray.init` for a local Ray that curate starts."),
+        ("pipeline_depth", "`2`", "Calls in flight per Ray actor: one computes while the next is shipped."),
+        ("output_dir", "none: `--output` gives it", "The output directory or `s3://` prefix, relative to where "
+         "the run starts."),
+        ("resume", "`false`", "Continue a killed run, skipping committed inputs (`curate run --resume` does the "
+         "same for one run)."),
+        ("progress", "on a terminal", "Show progress per level (`curate run --no-progress` turns it off for one "
+         "run)."),
+        ("sink_options", "`{}`", f"Options of the Parquet writer: `shard_rows` (`{defaults.DEFAULT_SHARD_ROWS}`), "
+         f"`flush_s` (`{defaults.DEFAULT_FLUSH_S}`), `row_group_rows` (`{defaults.DEFAULT_ROW_GROUP_ROWS}`).")),
+    "dedup": _keys(
+        ("output", "required", "The output to deduplicate, e.g. `documents`.", "an output name"),
+        ("column", "required (or `embedding:`)", "Its text column, e.g. `markdown`.", "a column name"),
+        ("threshold", f"`{dedup_options.DEFAULT_THRESHOLD}`", "Estimated Jaccard at which two texts are "
+         "near-duplicates.", "a number in (0, 1]"),
+        ("method", f"`{dedup_options.DEFAULT_METHOD}`", "`exact` (normalised text hash), `minhash` "
+         "(near-duplicates) or `both`.", " or ".join(f"'{m}'" for m in dedup_options.METHODS)),
+        ("shingle", f"`{dedup_options.DEFAULT_SHINGLE}`", "Words per shingle.", "a whole number >= 1"),
+        ("bands", f"`{dedup_options.DEFAULT_BANDS}`", "LSH bands.", "a whole number >= 1"),
+        ("rows", f"`{dedup_options.DEFAULT_ROWS}`", "Permutations per band (bands x rows in all).",
+         "a whole number >= 1"),
+        ("seed", f"`{dedup_options.DEFAULT_SEED}`", "Seed of the permutations.", "a whole number"),
+        ("hash", f"`{dedup_options.DEFAULT_HASH}`", "MinHash signature scheme: curate's own, or datatrove's math.",
+         " or ".join(f"'{h}'" for h in dedup_options.HASHES)),
+        ("embedding", "`null`", "A vector column for semantic dedup (clips) instead of `column:`.", "a column name"),
+        ("eps", f"`{dedup_options.DEFAULT_EPS}`", "Semantic dedup: duplicates where cosine >= 1 - eps.",
+         "a number in [0, 1)")),
+    "rerun": _keys(
+        ("description", "`\"\"`", "What the rerun does, one line.", "text"),
+        ("select", "required", "The output whose rows `--where` picks (default: every PRESENT row).", "an output name"),
+        ("reads", "`[select]`", "The outputs whose committed rows the rerun reads.", "a list of output names"),
+        ("steps", "required", "The rerun's steps; a bare id reuses the recipe's step of that id, with the "
+         "`--set` overrides.", "a list of steps or step ids"),
+        ("domains", "`{}`", "Domains added to the recipe's, e.g. a pick under the picked entity.", _MAPPING),
+        ("outputs", "the recipe's outputs its steps write", "Output name -> step id, as `outputs:`.", _MAPPING)),
 }
 
 

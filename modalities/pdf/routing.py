@@ -28,7 +28,8 @@ __all__ = ["needs_vlm", "Router", "vlm_pages", "choose", "has_structured_table",
 # page reads the same in both recipes and the documents' `routes` keep their keys
 VLM_ROUTE = "layout"
 # A page whose OCR lines average under this has many misread lines (handwriting, a faint or noisy
-# scan), which a VLM reads better; the readable scans of ../shared/data/pdfs average above it (README).
+# scan), which a VLM reads better; the readable scans of ../shared/data/pdfs average above it
+# (docs/guides/pdf-to-markdown.md, "Routed per page").
 MIN_OCR_CONFIDENCE = 0.90
 # text_quality.py scores a page 0..1 by how much of its text looks like words; under half is
 # mostly noise (a broken font encoding that OCR did not fix either).

@@ -20,10 +20,10 @@
   record itself (a page's document reduce).
 
 What a DROPPED page does to its document: the engine leaves DROPPED children out of a reduce
-(README, "Statuses and failures"), so a page a filter drops is not in its document's Markdown
-and its document is PRESENT with the pages that passed (`pages` counts those); a document all of
-whose pages were dropped has empty Markdown, which the documents filter then drops for its
-words. The pages table keeps the dropped page's row and its reason.
+(docs/concepts/statuses-and-failures.md), so a page a filter drops is not in its document's
+Markdown and its document is PRESENT with the pages that passed (`pages` counts those); a
+document all of whose pages were dropped has empty Markdown, which the documents filter then
+drops for its words. The pages table keeps the dropped page's row and its reason.
 """
 
 from __future__ import annotations
