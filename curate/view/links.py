@@ -3,9 +3,10 @@
 or clip under `media/`; each link a page renders queues its target, so the export writes the
 pages its links reach, and no others.
 
-An export bounds what it writes: tables filter on one facet at a time (a range filter or a
-second facet needs the served site) and show at most STATIC_TABLE_PAGES pages a view; a link
-past a bound is not written (the page shows the text without a link)."""
+An export bounds what it writes: tables filter on one facet at a time, in lineage order (a
+range filter, a second facet or a sort needs the served site), and show at most
+STATIC_TABLE_PAGES pages a view; a link past a bound is not written (the page shows the text
+without a link)."""
 
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ class Links:
         return self._seen[key]
 
     def _exportable(self, route: str, params: dict) -> bool:
-        if route == "table":
+        if route == "table":  # lineage order only: every sort of every facet would be pages without end
             facets = [k for k in params if k.startswith("f.")]
             ranged = any(k.startswith(("min.", "max.")) for k in params)
-            return len(facets) <= 1 and not ranged and int(params.get("page", "0")) < STATIC_TABLE_PAGES
+            return (len(facets) <= 1 and not ranged and "sort" not in params
+                    and int(params.get("page", "0")) < STATIC_TABLE_PAGES)
         if route == "root" and self.max_roots is not None:
             key = params.get("key", "")
             if key not in self._roots and len(self._roots) >= self.max_roots:

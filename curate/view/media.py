@@ -19,7 +19,7 @@ _MUPDF = threading.Lock()  # MuPDF's documents are not thread-safe; the server a
 
 def page_png(path: Path, ordinal: int, width: int = PAGE_PX) -> bytes:
     """Page `ordinal` (0-based) of the PDF at `path`, rendered `width` pixels wide, as PNG."""
-    fitz = require("fitz", "curate view (page images)")
+    fitz = _mupdf() or require("pymupdf", "curate view (page images)")
     with _MUPDF:
         doc = fitz.open(str(path))
         try:
@@ -37,9 +37,8 @@ def page_png(path: Path, ordinal: int, width: int = PAGE_PX) -> bytes:
 def page_sizes(path: Path) -> list[tuple[float, float]] | None:
     """Each page's (width, height) in points as rendered (its /Rotate applied); None when the
     file cannot be opened here (PyMuPDF missing, encrypted, damaged)."""
-    try:
-        import fitz
-    except ImportError:
+    fitz = _mupdf()
+    if fitz is None:
         return None
     with _MUPDF:
         try:
@@ -50,6 +49,18 @@ def page_sizes(path: Path) -> list[tuple[float, float]] | None:
             return None if doc.needs_pass else [(p.rect.width, p.rect.height) for p in doc]
         finally:
             doc.close()
+
+
+def _mupdf():
+    """PyMuPDF by its name (`fitz`, its old name, warns that it is deprecated), or None."""
+    try:
+        import pymupdf
+    except ImportError:
+        try:
+            import fitz as pymupdf  # PyMuPDF before 1.24.3 has no `pymupdf` module
+        except ImportError:
+            return None
+    return pymupdf
 
 
 def video_frame(site, key: str, t: str) -> bytes:
