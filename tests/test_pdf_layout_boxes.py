@@ -26,19 +26,19 @@ import pyarrow.parquet as pq
 import pymupdf
 import pytest
 from pdf_samples import REAL
+from test_pdf_scan_layout import read_checked
 
 from curate.cli import EXIT_OK, main
 from curate.io.parts import merge
 from curate.io.rows import payload_fields, to_table
-from curate.modalities.pdf.assemble import collect, page_markdown
+from curate.modalities.pdf.assemble import page_markdown
 from curate.modalities.pdf.documents import PdfPages
 from curate.modalities.pdf.eval_set import write_eval_set
 from curate.modalities.pdf.layout import Layout
 from curate.modalities.pdf.pdf_text import PdfText
 from curate.modalities.pdf.records import LAYOUT_KEYS, PageMarkdown, PageRecord, RegionRecord
 from curate.modalities.pdf.recorded import reread_page
-from curate.modalities.pdf.regions import scan_regions, text_flags
-from curate.modalities.pdf.render import Render
+from curate.modalities.pdf.regions import text_flags
 from curate.rerun.recorded import RecordedRow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "data" / "pdfs"
@@ -233,17 +233,10 @@ def ocr():
 def _read_scans(ocr, path: Path) -> list[tuple[PageRecord, list[RegionRecord], PageMarkdown]]:
     """Every page of a scanned PDF as the recipe reads it: a whole-page region, rendered as shown,
     turned upright and read by OCR, cut into regions by layout, written as a page row."""
-    from curate.modalities.pdf.ocr import join_lines, read_regions
-
     (pages,) = PdfPages()([str(path)])
     out = []
     for checked in PdfText().check(pages):
-        ((region,),) = scan_regions([checked])
-        (crop,) = Render().crops([(checked, region)])
-        (lines,) = ocr.detect_lines([crop])
-        (text,) = join_lines([ocr.read_lines(lines)])
-        (regions,) = collect([read_regions([(checked, region, text)])])
-        (row,) = page_markdown([(checked, [], regions)])
+        _, _, _, regions, row = read_checked(ocr, checked)
         out.append((checked, regions, row))
     return out
 

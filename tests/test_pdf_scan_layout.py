@@ -40,17 +40,23 @@ def ocr() -> RapidOcr:
 
 
 def _read(ocr: RapidOcr, path) -> tuple:
-    """A scanned page as the recipe reads it: (checked page, its whole-page region, its lines as
-    detected, its RegionText, its regions, its Markdown)."""
+    """The first page of a scanned PDF as the recipe reads it: (checked page, its whole-page
+    region, its lines as detected, its RegionText, its regions, its Markdown)."""
     (pages,) = PdfPages()([str(path)])
     (checked,) = PdfText().check(pages[:1])
+    return (checked, *read_checked(ocr, checked))
+
+
+def read_checked(ocr: RapidOcr, checked) -> tuple:
+    """A checked scanned page through the recipe's OCR branch: (its whole-page region, its lines
+    as detected, its RegionText, its regions, its Markdown)."""
     ((region,),) = scan_regions([checked])
     (crop,) = Render().crops([(checked, region)])
     (lines,) = ocr.detect_lines([crop])
     (text,) = join_lines([ocr.read_lines(lines)])
     (regions,) = collect([read_regions([(checked, region, text)])])
     (row,) = page_markdown([(checked, [], regions)])
-    return checked, region, lines, text, regions, row
+    return region, lines, text, regions, row
 
 
 @pytest.fixture(scope="module")
