@@ -211,7 +211,7 @@ def test_dedup_clusters(tmp_path):
     from curate.dedup import dedup
 
     base = "The quick brown fox jumps over the lazy dog near the river bank at dawn today."
-    docs = [_kept(t) for t in (base, base.replace("dawn", "dusk"), base.upper().replace(".", "!"),
+    docs = [view_job.kept(t) for t in (base, base.replace("dawn", "dusk"), base.upper().replace(".", "!"),
                                "Something else entirely, alone.")]
     out = tmp_path / "out"
     view_job.write(out, docs)
@@ -224,13 +224,6 @@ def test_dedup_clusters(tmp_path):
     members = html(out, "cluster", o="documents_dedup", c=unquote(cluster.group(1)))
     assert members.count('data-keep="true"') == 1 and members.count('data-keep="false"') >= 1
     assert "representative" in members and "quick brown fox" in members.lower()
-
-
-def _kept(text: str) -> str:
-    """`text` with trailing spaces (dedup ignores them) until the job keeps its one section."""
-    while view_job.section_row([text])[0]["score"] < view_job.MIN_SCORE:
-        text += " "
-    return text
 
 
 def test_not_an_output_directory(tmp_path):

@@ -226,12 +226,8 @@ def test_dedup_cluster_side_by_side(browser, tmp_path):
     from curate.dedup import dedup
 
     base = "A cluster of near copies: the same sentence about rivers, mountains and the valley between them."
-    texts = [base, base.replace("valley", "plain"), base.upper(), "A different document, alone."]
-    docs = []
-    for t in texts:  # trailing spaces (dedup ignores them) until the job keeps the one section
-        while view_job.section_row([t])[0]["score"] < view_job.MIN_SCORE:
-            t += " "
-        docs.append(t)
+    docs = [view_job.kept(t) for t in (base, base.replace("valley", "plain"), base.upper(),
+                                        "A different document, alone.")]
     out = tmp_path / "out"
     view_job.write(out, docs)
     dedup(out, output="documents", column="markdown", threshold=0.5)

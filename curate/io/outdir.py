@@ -100,7 +100,7 @@ class OutputDir:
 
         found: dict[str, list] = {}
         for name in self.manifest()["pipeline"]["outputs"]:
-            t = read_table(self.loc, name)
+            t = read_table(self.loc, name, columns=["status", "cause", "root_key", "entity_id"])
             if t.num_rows == 0:
                 continue
             for r in t.select(["status", "cause", "root_key", "entity_id"]).to_pylist():

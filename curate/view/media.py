@@ -130,11 +130,12 @@ def file_columns(site, output: str, row: dict) -> dict[str, tuple[str, str]]:
     """Columns of `row` that name a payload file of `output` -> (relative path, kind: video,
     image or file)."""
     out = {}
+    site.check_output(output)
     for k, v in row.items():
         if not isinstance(v, str) or len(v) > 512 or k in TEXT_COLUMNS or "." not in v.rsplit("/", 1)[-1]:
             continue
         try:
-            path = site.payload_file(output, v)
+            path = site.resolve_payload(output, v)
         except NotFound:
             continue
         ext = path.suffix.lower()

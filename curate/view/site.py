@@ -120,7 +120,11 @@ class Site:
     def payload_file(self, output: str, rel: str) -> Path:
         """A file a row names (a column of an output's files, relative to `OUT/<output>/`), if it
         resolves inside the output directory; NotFound otherwise."""
-        self.check_output(output)
+        return self.resolve_payload(self.check_output(output), rel)
+
+    def resolve_payload(self, output: str, rel: str) -> Path:
+        """`payload_file` for an output already checked (`check_output`): a row's columns are
+        resolved against one output, which is checked once."""
         if self.loc.remote:
             raise NotFound("the viewer serves payload files of a local output directory only")
         if not isinstance(rel, str) or not rel or "\x00" in rel or os.path.isabs(rel):

@@ -106,6 +106,8 @@ class LightTable:
         self._key = None
         self.table = None
         self.heavy: list[str] = []
+        self.numeric: dict[str, tuple[float, float]] = {}  # of the whole table: the range form's hints
+        self.facet_names: list[str] = []
 
     def load(self):
         """The table, read again only when the output's parts (or versions) changed."""
@@ -117,6 +119,7 @@ class LightTable:
                       if self.loc.child(versions.version_dir(k)).exists(self.name) else ()) for k in made))
         if key != self._key:
             self.table, self.heavy = _read_light(self.loc, self.name)
+            self.numeric, self.facet_names = numeric_ranges(self.table), facet_columns(self.table)
             self._key = key
         return self.table
 
@@ -132,7 +135,7 @@ class LightTable:
                 continue
             m = _facet_mask(table.column(col), value)
             mask = m if mask is None else pc.and_(mask, m)
-        numeric = numeric_ranges(table)
+        numeric = self.numeric
         for col, (lo, hi) in query.ranges.items():
             if col not in numeric:
                 problems.append(f"no numeric column {col!r} to filter on")
@@ -152,7 +155,7 @@ class LightTable:
         shown = matched.slice(page * PAGE_ROWS, PAGE_ROWS)
         columns = [c for c in table.column_names if c not in ("parent_id",)]
         return Page(shown.to_pylist(), matched.num_rows, table.num_rows, columns,
-                    facets(matched, table), numeric, page, pages, problems)
+                    facet_counts(matched, self.facet_names), numeric, page, pages, problems)
 
 
 def _sorted(table, column: str, desc: bool):
@@ -171,9 +174,8 @@ def _read_light(loc, name: str):
     columns' names."""
     from curate.io.read import read_table
 
-    heavy = heavy_columns(loc, name)
-    schema_cols = output_columns(loc, name)
-    light = [c for c in schema_cols if c not in heavy]
+    columns, heavy = schema_columns(loc, name)
+    light = [c for c in columns if c not in heavy]
     table = read_table(loc, name, columns=light or None)
     if "version" not in table.column_names and table.num_rows:  # versions' overlay is in lineage order
         table = table.take(lineage_order(table))
@@ -197,40 +199,30 @@ def lineage_order(table):
 
 def output_columns(loc, name: str) -> list[str]:
     """Every column of the output's parts, in first-seen order."""
-    names: list[str] = []
-    for path in _parts(loc, name):
-        for n in _schema(loc, path).names:
-            if n not in names:
-                names.append(n)
-    return names
+    return schema_columns(loc, name)[0]
 
 
-def _parts(loc, name: str) -> list[str]:
-    return loc.arrow_paths(name) if loc.exists(name) else []
-
-
-def _schema(loc, path: str):
-    import pyarrow.parquet as pq
-
-    return pq.read_schema(path, filesystem=getattr(loc, "fs", None))
-
-
-def heavy_columns(loc, name: str) -> list[str]:
-    """Columns too big for a table row (see the module docstring), from the first parts' footers."""
+def schema_columns(loc, name: str) -> tuple[list[str], list[str]]:
+    """The output's columns (every part's, in first-seen order) and the heavy ones among them
+    (see the module docstring; sizes from the first SCHEMA_PARTS parts), from one read of each
+    part's footer."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    names: dict[str, None] = {}
     sizes: dict[str, int] = {}
     rows = 0
     heavy = set()
-    for path in _parts(loc, name)[:SCHEMA_PARTS]:
+    for i, path in enumerate(loc.arrow_paths(name) if loc.exists(name) else []):
         meta = pq.ParquetFile(path, filesystem=getattr(loc, "fs", None)).metadata
-        schema = meta.schema.to_arrow_schema()
-        for f in schema:
+        for f in meta.schema.to_arrow_schema():
+            names.setdefault(f.name)
             if f.name != "lineage" and (pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
                                         or pa.types.is_struct(f.type) or pa.types.is_fixed_size_list(f.type)
                                         or pa.types.is_map(f.type) or pa.types.is_binary(f.type)):
                 heavy.add(f.name)
+        if i >= SCHEMA_PARTS:
+            continue
         rows += meta.num_rows
         for g in range(meta.num_row_groups):
             rg = meta.row_group(g)
@@ -240,7 +232,7 @@ def heavy_columns(loc, name: str) -> list[str]:
                 sizes[top] = sizes.get(top, 0) + col.total_uncompressed_size
     heavy |= {n for n, b in sizes.items() if rows and b / rows > HEAVY_BYTES and n not in LINEAGE_COLUMNS}
     heavy.discard("cause")  # a failure's cause is what a reader of the table looks for
-    return sorted(heavy)
+    return list(names), sorted(heavy)
 
 
 def numeric_ranges(table) -> dict[str, tuple[float, float]]:
@@ -259,25 +251,32 @@ def numeric_ranges(table) -> dict[str, tuple[float, float]]:
     return out
 
 
-def facets(matched, table) -> dict[str, list[tuple[str, int]]]:
-    """Facet columns (FACETS_FIRST first, then any other text or boolean column with at most
-    FACET_MAX distinct values in the whole output) -> (value, rows among `matched`), most first."""
+def facet_columns(table) -> list[str]:
+    """The facet columns of a table: FACETS_FIRST, then any other text or boolean column with at
+    most FACET_MAX distinct values."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = [n for n in FACETS_FIRST if n in table.column_names]
     names += [f.name for f in table.schema if f.name not in names and f.name not in NOT_FACETS
               and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_boolean(f.type))]
+    return [n for n in names if n in FACETS_FIRST[:2] or pa.types.is_null(table.schema.field(n).type)
+            or pc.count_distinct(table.column(n), mode="all").as_py() <= FACET_MAX]
+
+
+def facet_counts(matched, names: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """Facet column -> (value, rows among `matched`), most first."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     out = {}
     for n in names:
-        if pa.types.is_null(table.schema.field(n).type):  # no value anywhere (cause_kind of a clean run)
+        if pa.types.is_null(matched.schema.field(n).type):  # no value anywhere (cause_kind of a clean run)
             out[n] = [(NULL, matched.num_rows)] if matched.num_rows else []
-            continue
-        if pc.count_distinct(table.column(n), mode="all").as_py() > FACET_MAX and n not in FACETS_FIRST[:2]:
             continue
         counts = pc.value_counts(matched.column(n)).to_pylist() if matched.num_rows else []
         values = sorted(((_label(c["values"]), c["counts"]) for c in counts), key=lambda vc: (-vc[1], vc[0]))
-        if values or n in ("status",):
+        if values or n == "status":
             out[n] = values
     return out
 
