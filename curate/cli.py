@@ -148,6 +148,10 @@ def _eval_parser(sub) -> None:
     ev.add_argument("--output", default="pages", help="the output holding one row per page (default: pages)")
     ev.add_argument("--failures", action="store_true", help="also list each failed test and why, per run")
     ev.add_argument("--json", metavar="PATH", help="write every test's outcome per run to PATH")
+    ev.add_argument("--math", choices=("auto", "katex", "tex"), default="auto",
+                    help="how math tests compare formulas: katex renders both in chromium (olmOCR-Bench's "
+                         "check; scripts/setup-katex), tex compares normalised TeX; auto (default): katex "
+                         "where chromium and KaTeX are installed, else tex, saying so")
     ev.set_defaults(func=cmd_eval)
 
 
@@ -366,17 +370,25 @@ def cmd_eval(args) -> int:
     import json
 
     from curate.modalities.pdf import eval as ev
+    from curate.modalities.pdf.eval_math import math_check
 
     skipped: dict = {}
     tests = [t for f in args.tests for t in ev.load_tests(f, skipped)]
     if skipped:
         print("skipped (kinds curate eval does not run): " + ", ".join(f"{n} {k}" for k, n in skipped.items()),
               file=sys.stderr)
+    math = math_check(args.math) if any(t["type"] == "math" for t in tests) else None
     columns = {}
-    for out in args.outs:
-        name = out if out not in columns else f"{out} ({len(columns)})"
-        columns[name] = ev.evaluate(tests, _eval_pages(out, args.output))
+    try:
+        for out in args.outs:
+            name = out if out not in columns else f"{out} ({len(columns)})"
+            columns[name] = ev.evaluate(tests, _eval_pages(out, args.output), math)
+    finally:
+        if math is not None:
+            math.close()
     print(f"{len(tests)} tests from {', '.join(args.tests)}")
+    if math is not None:
+        print(math.description)
     print(ev.table(columns))
     if args.failures:
         for name, outcomes in columns.items():

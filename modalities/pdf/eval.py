@@ -6,7 +6,9 @@ the run's input root), `page` (1-based, as the format numbers pages), `id`, `typ
 absent, order, table, math, baseline) and the fields of its kind (eval_checks.py, eval_tables.py).
 A run's page (`pages_from_rows`) is found by the input's relative path (the root key before `@`), else by its file
 name; a page the run lacks or FAILED fails its tests. The rate of a kind is passed / tests of
-that kind; overall is passed / all tests."""
+that kind; overall is passed / all tests. Math is checked as olmOCR-Bench does, both formulas
+rendered with KaTeX (eval_math.py), where Chromium and KaTeX are installed; elsewhere by comparing
+TeX (eval_checks.check_math), and `curate eval` says which one ran."""
 
 from __future__ import annotations
 
@@ -88,11 +90,13 @@ def _invalid(t) -> str:
     return f"{t['type']} test {t['id']!r} has no {', '.join(empty)}" if empty else ""
 
 
-def run_test(test: dict, md: str | None) -> Outcome:
-    """One test against one page's Markdown (None: the run has no such page)."""
+def run_test(test: dict, md: str | None, math=None) -> Outcome:
+    """One test against one page's Markdown (None: the run has no such page); `math`: the math
+    check to use (eval_math.KatexMath or TexMath), else eval_checks.check_math."""
     if md is None:
         return Outcome(test["id"], test["type"], False, "page missing or FAILED in this run")
-    ok, why = CHECKS[test["type"]](test, md)
+    check = math.check if math is not None and test["type"] == "math" else CHECKS[test["type"]]
+    ok, why = check(test, md)
     return Outcome(test["id"], test["type"], ok, why)
 
 
@@ -117,9 +121,13 @@ def page_of(pages: dict, pdf: str, page: int) -> str | None:
     return next((md for (rel, p), md in pages.items() if p == page and PurePosixPath(rel).name == name), None)
 
 
-def evaluate(tests: list[dict], pages: dict) -> list[Outcome]:
-    """Every test against the page it names."""
-    return [run_test(t, page_of(pages, t["pdf"], t["page"])) for t in tests]
+def evaluate(tests: list[dict], pages: dict, math=None) -> list[Outcome]:
+    """Every test against the page it names; `math` (eval_math.math_check) renders every formula
+    its tests compare in one batch first."""
+    named = [(t, page_of(pages, t["pdf"], t["page"])) for t in tests]
+    if math is not None:
+        math.prepare([(t, md) for t, md in named if t["type"] == "math"])
+    return [run_test(t, md, math) for t, md in named]
 
 
 def rates(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
