@@ -38,6 +38,7 @@ def test_formula_tex_drops_the_delimiters_only():
     assert ei.formula_tex("$e=2.71828\\cdots $") == "e=2.71828\\cdots"
     assert ei.formula_tex("\\[ a+b \\]") == "a+b"
     assert ei.formula_tex("x^2") == "x^2"
+    assert ei.formula_tex("$x=0\\ $") == "x=0\\ " and ei.formula_tex("$$a\\\\ $$") == "a\\\\"  # control space kept
 
 
 def test_the_edit_budget_grows_with_the_text():

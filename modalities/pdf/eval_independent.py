@@ -65,9 +65,13 @@ class Located:
 
 
 def formula_tex(data: str) -> str:
-    """A formula block's LaTeX without its delimiters ($$..$$, $..$, \\[..\\], \\(..\\))."""
+    """A formula block's LaTeX without its delimiters ($$..$$, $..$, \\[..\\], \\(..\\)) and the
+    space around it, but the space of a control space (`x\\ ` ends in one) is kept."""
     m = _DELIMS.match(data)
-    return (m.group(2) if m else data).strip()
+    body = (m.group(2) if m else data).lstrip()
+    tex = body.rstrip()
+    escaped = (len(tex) - len(tex.rstrip("\\"))) % 2 == 1  # an odd run of backslashes escapes the space
+    return tex + " " if escaped and len(tex) < len(body) else tex
 
 
 def budget(text: str) -> int:

@@ -20,7 +20,8 @@ not. A formula that is the test's TeX verbatim passes without rendering, as in o
 Rendering is batched: one browser, one page, hundreds of formulas an evaluate call, each
 rendering cached by a hash of its TeX and the KaTeX version (in memory, and on disk in
 CACHE_DB), so an eval of a few thousand formulas takes seconds and a second one less. KaTeX
-comes from scripts/setup-katex (the npm package, pinned to KATEX_VERSION); Chromium is Debian's,
+comes from scripts/setup-katex (the npm package, pinned to KATEX_VERSION, with its mhchem extension
+for \\ce and MACROS for LaTeX commands it lacks); Chromium is Debian's,
 driven by Playwright as tests/browser.py does. Without either, `math_check("auto")` gives the
 TeX-key comparison of eval_checks.check_math and says why.
 
@@ -45,6 +46,9 @@ FONT_PX = 24  # the size formulas are rendered at (olmOCR-Bench's); NEIGHBOUR_TO
 NEIGHBOUR_TOL_PX = 5.0  # a neighbour's centre this close to a symbol's row (column) is in that row
 BEFORE_MIN_PX = 1.0  # a glyph is "before" another when its centre is this far to the left: stacked ones are not
 MAX_STEPS = 200_000  # backtracking steps before a pair is called different: bounds a pathological formula
+# LaTeX commands KaTeX lacks, defined as what they show (olmOCR-Bench drops a test whose reference
+# KaTeX refuses; here the reference renders): \mbox is LaTeX's text box
+MACROS = {"\\mbox": "\\text{#1}"}
 RENDER_BATCH = 400  # formulas in one evaluate call: a few MB of DOM at most
 ZERO_WIDTH = "\u200b"  # KaTeX's strut text, not a symbol
 DEBIAN_BINARY = "/usr/lib/chromium/chromium"  # what /usr/bin/chromium (a launcher script) runs
@@ -219,7 +223,7 @@ def missing() -> str:
 
 # ---- rendering -------------------------------------------------------------------------------
 _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="katex.min.css"><script src="katex.min.js"></script>
+<link rel="stylesheet" href="katex.min.css"><script src="katex.min.js"></script><script src="mhchem.min.js"></script>
 <style>body{{margin:0}} .f{{font-size:{px}px;padding:0;margin:8px 0;display:inline-block}}</style>
 </head><body></body></html>"""
 
@@ -232,7 +236,7 @@ _RENDER_JS = """async (texs) => {
     div.className = 'f';
     document.body.appendChild(div);
     boxes.push(div);
-    try { katex.render(tex, div, {displayMode: true, throwOnError: true}); out.push(null); }
+    try { katex.render(tex, div, {displayMode: true, throwOnError: true, macros: {...MACROS}}); out.push(null); }
     catch (e) { out.push({error: String(e && e.message || e)}); }
   }
   await document.fonts.ready;
@@ -255,7 +259,8 @@ _RENDER_JS = """async (texs) => {
 
 
 def _key(tex: str) -> str:
-    return hashlib.sha1(f"katex {KATEX_VERSION} {FONT_PX}px display\n{tex}".encode()).hexdigest()
+    setup = f"katex {KATEX_VERSION} {FONT_PX}px display mhchem {json.dumps(MACROS, sort_keys=True)}"
+    return hashlib.sha1(f"{setup}\n{tex}".encode()).hexdigest()
 
 
 def _decode(raw: dict) -> Rendered:
@@ -344,7 +349,8 @@ class KatexRenderer:
         items = list(todo.items())
         for start in range(0, len(items), RENDER_BATCH):
             chunk = items[start:start + RENDER_BATCH]
-            raws = self._page_handle().evaluate(_RENDER_JS, [t for _, t in chunk])
+            raws = self._page_handle().evaluate(_RENDER_JS.replace("MACROS", json.dumps(MACROS)),
+                                                [t for _, t in chunk])
             self.rendered += len(chunk)
             for (k, _), raw in zip(chunk, raws):
                 self._memo[k] = _decode(raw)
@@ -357,8 +363,9 @@ class KatexRenderer:
     def _page_handle(self):
         if self._page is None:
             page_file = self.katex / f"render-{FONT_PX}px.html"
-            if not page_file.is_file():
-                page_file.write_text(_PAGE.format(px=FONT_PX), encoding="utf-8")
+            html = _PAGE.format(px=FONT_PX)
+            if not page_file.is_file() or page_file.read_text(encoding="utf-8") != html:
+                page_file.write_text(html, encoding="utf-8")
             self._page = _BROWSER.new_page()
             self._page.goto(page_file.as_uri(), wait_until="load")
             if not self._page.evaluate("typeof katex !== 'undefined'"):
