@@ -31,11 +31,13 @@ positions do not depend on which system fonts the machine has.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +89,8 @@ def same_formula(reference: Rendered, candidate: Rendered) -> bool:
     return symbols_match(reference.glyphs, candidate.glyphs)
 
 
-def neighbours(glyphs: tuple[Glyph, ...], tol: float = NEIGHBOUR_TOL_PX) -> list[tuple]:
+@functools.lru_cache(maxsize=4096)  # a page's formula is compared with each reference on the page
+def neighbours(glyphs: tuple[Glyph, ...], tol: float = NEIGHBOUR_TOL_PX) -> tuple[tuple, ...]:
     """For each glyph, the indexes of its nearest glyphs (up, down, left, right, before), None where
     there is none. The first four are olmOCR-Bench's: nearest along the direction among glyphs whose
     centre is within `tol` of the glyph's column (up/down) or row (left/right). `before` is this
@@ -107,7 +110,7 @@ def neighbours(glyphs: tuple[Glyph, ...], tol: float = NEIGHBOUR_TOL_PX) -> list
             if -dx > BEFORE_MIN_PX and (best[4] is None or (-dx, abs(dy)) < dist[4]):
                 best[4], dist[4] = j, (-dx, abs(dy))
         out.append(tuple(best))
-    return out
+    return tuple(out)
 
 
 def rise(g: Glyph, base: Glyph, tol: float = NEIGHBOUR_TOL_PX) -> int:
@@ -119,8 +122,8 @@ def symbols_match(ref: tuple[Glyph, ...], cand: tuple[Glyph, ...]) -> bool:
     """Every reference glyph assigned its own equal candidate glyph, each direction's neighbour
     kept and each script as high against the glyph before it (module docstring, rule b); False
     also when the search passes MAX_STEPS."""
-    if not ref:
-        return False
+    if not ref or Counter(g.text for g in ref) - Counter(g.text for g in cand):
+        return False  # a symbol of the reference that the candidate lacks: no assignment exists
     ref_nb, cand_nb = neighbours(ref), neighbours(cand)
 
     def fits(i: int, c: int) -> bool:  # what holds whatever else is assigned
