@@ -10,7 +10,9 @@
   is resolved by the page's words (`words.resolve`: no U+00AD is left). The row says the
   page's route and why (`reason`), the seconds its stages spent on it, and its attributes:
   language (`language.detect`), rotation, whether it has a table, a figure, an equation, its
-  OCR confidence (`ocr_confidence`), its text's score (`text_quality.score`), the font of each
+  OCR confidence (`ocr_confidence`; under `records.LOW_OCR_CONFIDENCE` its reason warns of
+  misread words), where its words come from (`text_source`: `records.TEXT_SOURCES`; `mixed` for
+  a text-layer page with regions OCR read), its text's score (`text_quality.score`), the font of each
   heading (`titles`), the line-end hyphens it resolved (`hyphens`), the document's
   metadata title when it can be trusted (`trusted_title`), and its `layout`: every region it
   was written from (paratext too: what was left out), in reading order, its kind and box in
@@ -44,8 +46,10 @@ from curate.modalities.pdf.crops import displayed
 from curate.modalities.pdf.language import detect as detect_language
 from curate.modalities.pdf.order import xy_cut
 from curate.modalities.pdf.records import (
+    LOW_OCR_CONFIDENCE,
     PARATEXT,
     ROUTES,
+    SOURCE_OF_ROUTE,
     DocumentMarkdown,
     PageMarkdown,
     PageRecord,
@@ -69,6 +73,7 @@ HEADING = re.compile(r"^(#{1,6}) ")
 MARKUP = re.compile(r"<[^<>\n]{1,200}>|-{3,}|[|#*`$]")  # HTML tags, table rules, Markdown's marks
 OCR_SOURCE = "rapidocr"
 SIZE_TOLERANCE = 0.5  # points: heading sizes this close are one font (rounding, a scaled page)
+SAME_FIGURE = 0.5  # share of a text-layer figure's box an OCR-read image must cover to be that figure
 MAX_LEVEL = 6  # Markdown's deepest heading
 TITLE_MIN_WORDS = 2  # the document's title has words; "Redpaper" (70 pt) is a brand
 MIN_TITLE_CHARS = 3  # a shorter /Title names nothing
@@ -96,9 +101,13 @@ page_markdown.requires = ("pycld2",)  # the page's language (language.detect); c
 
 def _merged(layer: list[RegionRecord], ocr: list[RegionRecord]) -> list[RegionRecord]:
     """Both branches' regions of one page in one reading order: a text-layer page whose blocks
-    of garbage OCR read has regions from each, ordered again together by XY-cut."""
+    of garbage OCR read has regions from each, ordered again together by XY-cut. An image OCR
+    read as a figure (label "figure": `regions.scan_regions`) replaces the text layer's figure
+    over it (one figure, or its text)."""
     if not (layer and ocr):
         return [*layer, *ocr]
+    read = [r.bbox for r in ocr if r.label == "figure"]
+    layer = [r for r in layer if not (r.kind == "figure" and any(_shared(r.bbox, b) >= SAME_FIGURE for b in read))]
     both = [*layer, *ocr]
     return [replace(both[i], order=k) for k, i in enumerate(xy_cut([r.bbox for r in both]))]
 
@@ -120,17 +129,41 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
     markdown, hyphens = words.resolve(words.normalize("\n\n".join(blocks)))
     route = _route(page, regions)
     language, language_score = detect_language(markdown)
+    confidence = ocr_confidence(regions)
     return PageMarkdown(markdown=markdown, route=route, chars=len(markdown), regions=len(regions),
                         seconds=round(sum(r.seconds for r in regions), 6), width_pt=page.width_pt,
-                        height_pt=page.height_pt, reason=page.text_reason, language=language,
+                        height_pt=page.height_pt, reason=_reason(page, confidence), language=language,
                         language_score=language_score, rotation=_rotation(page, regions),
                         has_table=any((r.kind == "table" and (r.content or "").strip()) or r.label == "table"
                                       for r in regions),
                         has_figure=any(r.kind == "figure" for r in regions),
                         has_equation=any(r.kind == "formula" for r in regions),
-                        ocr_confidence=ocr_confidence(regions), text_quality=_quality(page, markdown),
+                        ocr_confidence=confidence, text_quality=_quality(page, markdown),
                         titles=tuple(titles), hyphens=hyphens, doc_title=trusted_title(page.doc_title, page.path),
-                        layout=page_layout(page, regions))
+                        layout=page_layout(page, regions), text_source=text_source(page, route, regions))
+
+
+def _shared(a: tuple, b: tuple) -> float:
+    """The share of box `a`'s area that box `b` covers."""
+    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+    return max(w, 0.0) * max(h, 0.0) / max((a[2] - a[0]) * (a[3] - a[1]), 1e-6)
+
+
+def text_source(page: PageRecord, route: str, regions: list[RegionRecord]) -> str:
+    """Where the page's words come from (records.TEXT_SOURCES): its route's source, or `mixed` for
+    a text-layer page with a region OCR read that reached the Markdown (a block of garbage text,
+    an image of text)."""
+    if route == "text_layer" and any(r.source == OCR_SOURCE and region_markdown(r) not in ("", FIGURE)
+                                     for r in regions):
+        return "mixed"
+    return SOURCE_OF_ROUTE[route]
+
+
+def _reason(page: PageRecord, confidence: float | None) -> str:
+    """The text layer's verdict, and a warning when OCR read the page with low confidence."""
+    if confidence is None or confidence >= LOW_OCR_CONFIDENCE:
+        return page.text_reason
+    return f"{page.text_reason}; low OCR confidence {confidence:.2f} (< {LOW_OCR_CONFIDENCE:.2f}): misread words likely"
 
 
 def page_layout(page: PageRecord, regions: list[RegionRecord]) -> tuple[dict, ...]:

@@ -57,7 +57,7 @@ from dataclasses import replace
 
 from curate.errors import EngineError
 from curate.modalities.pdf import scan_layout
-from curate.modalities.pdf.ocr_text import lines_to_text
+from curate.modalities.pdf.ocr_text import lines_to_text, reads_as_text
 from curate.modalities.pdf.records import PageRecord, RegionRecord, RegionText, TextLine
 from curate.models.orientation import RapidOrientationModel, upright
 from curate.models.rapidlayout import RapidLayoutModel
@@ -202,7 +202,8 @@ def read_regions(items: list[tuple[PageRecord, RegionRecord, RegionText]]) -> li
     map gives them to the page (`assemble.collect` flattens them): a whole scanned page read with
     layout is cut into its regions by layout group (`scan_layout.page_regions`); any other
     region (a block of garbage text, a page read without layout or where no line was read) is
-    one region with its text, as `with_text` gives it."""
+    one region with its text, as `with_text` gives it; a figure read so is text only when its
+    text reads as prose (`_figure_or_text`)."""
     out = []
     for item in items:
         if len(item) != 3:
@@ -210,5 +211,14 @@ def read_regions(items: list[tuple[PageRecord, RegionRecord, RegionText]]) -> li
                               "zip the region's page in first, e.g. zip: [ocr_pages, ocr_regions, region_text]")
         page, region, read = item
         out.append(scan_layout.page_regions(page, region, read) if read.tagged and read.lines
-                   else with_text([(region, read)]))
+                   else [_figure_or_text(r) for r in with_text([(region, read)])])
     return out
+
+
+def _figure_or_text(region: RegionRecord) -> RegionRecord:
+    """A region read as a figure (an image over most of a text-layer page: `regions.scan_regions`)
+    is text when its OCR text reads as prose (`ocr_text.reads_as_text`), else a figure whose text
+    stays on the region, out of the Markdown; label "figure" says what sent it to OCR."""
+    if region.kind != "figure":
+        return region
+    return replace(region, kind="text" if reads_as_text(region.content or "") else "figure", label="figure")

@@ -91,3 +91,19 @@ def _paragraphs(lines: list[tuple[list[float], list[str]]]) -> str:
     starts = paragraph_starts([b for b, _ in lines])
     out = [("\n\n" if start else "\n") + " ".join(words) for start, (_, words) in zip(starts, lines)]
     return "".join(out).strip()
+
+
+# A figure's OCR text is the page's text, not a picture's labels, when at least PROSE_MIN_LINES of its
+# lines have PROSE_MIN_WORDS words or more and such lines hold at least PROSE_MIN_SHARE of its words: a
+# letter, notes, a poster's lines. A chart's tick numbers and one-word labels, a photo's sign, a
+# diagram's few boxes have at most a title and a legend line that long.
+PROSE_MIN_LINES = 3
+PROSE_MIN_WORDS = 3
+PROSE_MIN_SHARE = 0.5
+
+
+def reads_as_text(text: str) -> bool:
+    """Whether the OCR text of a figure (its rows, one a line) reads as prose (see PROSE_MIN_LINES)."""
+    counts = [len(row.split()) for row in text.splitlines() if row.strip()]
+    prose = [n for n in counts if n >= PROSE_MIN_WORDS]
+    return len(prose) >= PROSE_MIN_LINES and sum(prose) >= PROSE_MIN_SHARE * sum(counts)

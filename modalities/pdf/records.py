@@ -36,6 +36,15 @@ LAYOUT_KEYS = ("order", "kind", "x0", "y0", "x1", "y1")
 
 # How a page's text was obtained, recorded in its row.
 ROUTES = ("text_layer", "ocr", "layout", "empty")
+# Where the words of a page's Markdown come from (`PageMarkdown.text_source`): the PDF's text layer,
+# OCR (RapidOCR), a VLM (a layout route: MinerU), `mixed` (a text-layer page with regions OCR read:
+# blocks of garbage text, or an image over most of the page with no text on it), `none` (a blank page).
+TEXT_SOURCES = ("layer", "ocr", "vlm", "mixed", "none")
+SOURCE_OF_ROUTE = {"text_layer": "layer", "ocr": "ocr", "layout": "vlm", "empty": "none"}
+# A page OCR read with a mean line confidence under this is flagged in its `reason` (and the routed
+# recipe sends it to the VLM): RapidOCR misreads many of its lines (handwriting, a faint or noisy
+# scan); the readable scans of ../shared/data/pdfs average 0.94-0.98 (docs/guides/pdf-to-markdown.md).
+LOW_OCR_CONFIDENCE = 0.90
 
 DEFAULT_DPI = 200  # MinerU's default render resolution
 MAX_LONG_SIDE_PX = 3500  # MinerU's cap on a rendered page's long side: absurd page sizes stay bounded
@@ -91,6 +100,9 @@ class PageRecord:
     text_quality: float | None = None  # 0..1 score of the text layer (text_quality.py); None: not judged
     orientation: int = 0  # of a page read by OCR: degrees its content is turned clockwise (0, 90, 180, 270)
     ocr_boxes: tuple = ()  # of a text-layer page: boxes (points) of blocks whose text is garbage, read by OCR
+    # of a text-layer page: boxes (points) of images over most of it with no text on them, read by OCR
+    # (a letter's scan under a typed heading): a figure unless OCR finds text in it (`ocr_text.reads_as_text`)
+    figure_boxes: tuple = ()
 
     def __post_init__(self):
         if self.index < 0 or not (self.width_pt > 0 and self.height_pt > 0):
@@ -226,10 +238,16 @@ class PageMarkdown:
     # (order, kind, x0, y0, x1, y1: points of the page as rendered, top left origin); a recorded
     # row's list of dicts (Parquet's list<struct>) is taken as it comes back
     layout: tuple = ()
+    # where its words come from, one of TEXT_SOURCES ("" when not given: the source of its route)
+    text_source: str = ""
 
     def __post_init__(self):
         if self.route not in ROUTES:
             raise ValueError(f"route {self.route!r}; one of {ROUTES}")
+        if not self.text_source:
+            object.__setattr__(self, "text_source", SOURCE_OF_ROUTE[self.route])
+        if self.text_source not in TEXT_SOURCES:
+            raise ValueError(f"text_source {self.text_source!r}; one of {TEXT_SOURCES}")
         object.__setattr__(self, "layout", tuple(layout_entry(e) for e in self.layout or ()))
 
 

@@ -274,7 +274,8 @@ def _box(bbox) -> tuple[float, float, float, float]:
 def scan_regions(pages: list) -> list[list[RegionRecord]]:
     """Expand: a checked page routed to OCR is one full-page region without content (`whole_page`:
     OCR's layout cuts it into regions), for the OCR branch to render and read; a text-layer page has one region per block of garbage text in it
-    (`ocr_boxes`, usually none); an empty page has none.
+    (`ocr_boxes`, usually none) and one per image over most of it without text (`figure_boxes`);
+    an empty page has none.
     A light stage of its own, so a scanned page goes on to OCR as soon as it is checked, without
     waiting for the text-layer pages of its batch to be cut into regions."""
     return [[RegionRecord(kind="text", bbox=(0.0, 0.0, p.width_pt, p.height_pt), order=0, whole_page=True)]
@@ -282,7 +283,11 @@ def scan_regions(pages: list) -> list[list[RegionRecord]]:
 
 
 def _garbage_regions(page) -> list[RegionRecord]:
-    """A text-layer page's blocks of garbage text (`PageRecord.ocr_boxes`) as regions for OCR."""
+    """A text-layer page's blocks of garbage text (`PageRecord.ocr_boxes`) as regions for OCR, then
+    its images over most of the page with no text on them (`PageRecord.figure_boxes`) as figures
+    for OCR (`ocr.read_regions` decides whether their text reads as the page's)."""
     if route_of(page) != "text_layer":
         return []
-    return [RegionRecord(kind="text", bbox=_box(b), order=k) for k, b in enumerate(page.ocr_boxes)]
+    garbage = [RegionRecord(kind="text", bbox=_box(b), order=k) for k, b in enumerate(page.ocr_boxes)]
+    return garbage + [RegionRecord(kind="figure", bbox=_box(b), order=len(garbage) + k, label="figure")
+                      for k, b in enumerate(page.figure_boxes)]

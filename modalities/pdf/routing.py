@@ -4,7 +4,9 @@ stay as the CPU read them (`recipes/pdf_to_markdown_routed.yaml`).
 - `needs_vlm(page)` is the rule: "" when the CPU route's `PageMarkdown` is good enough, else why
   not (every reason that applies, joined by "; "). It reads the page's attributes: OCR
   confidence, text quality, whether the page has an equation, whether it has a table that came
-  out unstructured. A field that was not measured (None) never routes a page.
+  out unstructured. A field that was not measured (None) never routes a page; a page routed to
+  OCR (it shows an image or drawings) whose Markdown came out empty does (handwriting RapidOCR
+  cannot see, a photo to describe).
 - `Router` is the rule as a map stage with its thresholds as `init` (set them with `--set`).
 - `vlm_pages` is the expand from a checked page to 0 children (it stays on CPU) or 1 (itself,
   to render and read with the VLM pool, batched with the other documents' routed pages).
@@ -18,7 +20,7 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from curate.modalities.pdf.records import ROUTES, PageMarkdown, PageRecord
+from curate.modalities.pdf.records import LOW_OCR_CONFIDENCE, ROUTES, PageMarkdown, PageRecord
 
 import curate as cu
 
@@ -29,8 +31,8 @@ __all__ = ["needs_vlm", "Router", "vlm_pages", "choose", "has_structured_table",
 VLM_ROUTE = "layout"
 # A page whose OCR lines average under this has many misread lines (handwriting, a faint or noisy
 # scan), which a VLM reads better; the readable scans of ../shared/data/pdfs average above it
-# (docs/guides/pdf-to-markdown.md, "Routed per page").
-MIN_OCR_CONFIDENCE = 0.90
+# (docs/guides/pdf-to-markdown.md, "Routed per page"). The same threshold flags the page's reason.
+MIN_OCR_CONFIDENCE = LOW_OCR_CONFIDENCE
 # text_quality.py scores a page 0..1 by how much of its text looks like words; under half is
 # mostly noise (a broken font encoding that OCR did not fix either).
 MIN_TEXT_QUALITY = 0.5
@@ -62,6 +64,8 @@ def needs_vlm(page: PageMarkdown, *, min_ocr_confidence: float = MIN_OCR_CONFIDE
         why.append(f"route {page.route} always goes to the VLM")
     if page.ocr_confidence is not None and page.ocr_confidence < min_ocr_confidence:
         why.append(f"ocr confidence {page.ocr_confidence:.2f} < {min_ocr_confidence:.2f}")
+    if page.route == "ocr" and not page.markdown.strip():  # OCR routes no blank page: it shows something
+        why.append("OCR read no text on a page that shows an image or drawings")
     if page.text_quality is not None and page.text_quality < min_text_quality:
         why.append(f"text quality {page.text_quality:.2f} < {min_text_quality:.2f}")
     if equations and page.has_equation:

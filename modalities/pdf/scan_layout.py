@@ -18,7 +18,8 @@ cut into regions by layout group (`page_regions`):
 - a table box's lines are its cells (`tables.table_from_boxes`: Markdown, or HTML where cells
   span); a box whose cells do not confirm a table keeps its text, labelled "table";
 - a figure box whose lines cover little of it is a figure (its text kept on the region, not in
-  the Markdown); one filled with lines is text;
+  the Markdown); one filled with lines, or whose lines read as prose (`ocr_text.reads_as_text`:
+  a handwritten letter the model calls a picture), is text;
 - lines no box holds are text regions, one per paragraph of the page as OCR reads it today
   (paragraph gaps; margin notes after the body: `ocr_text.split_margin`): nothing is lost.
 
@@ -36,7 +37,7 @@ import statistics
 from dataclasses import replace
 
 from curate.modalities.pdf.layout_regions import FIGURE_MAX_TEXT, paratext_kind, table_fill
-from curate.modalities.pdf.ocr_text import paragraph_starts, rows, split_margin
+from curate.modalities.pdf.ocr_text import paragraph_starts, reads_as_text, rows, split_margin
 from curate.modalities.pdf.records import PARATEXT, PageRecord, RegionRecord, RegionText, TextLine
 from curate.modalities.pdf.regions import TABLE_MIN_FILL, area, union
 from curate.modalities.pdf.tables import table_from_boxes
@@ -141,8 +142,9 @@ def _group(lines: list[TextLine], entries: list[tuple[int, int, bool, bool]]) ->
             content = cells
         else:
             kind = "text"  # cells that do not confirm it: keep its text, labelled table
-    elif kind == "figure" and sum(area(b) for b in boxes) >= FIGURE_MAX_TEXT * area(mine[0].layout_box):
-        kind = "text"  # a "figure" filled with lines is text
+    elif kind == "figure" and (sum(area(b) for b in boxes) >= FIGURE_MAX_TEXT * area(mine[0].layout_box)
+                               or reads_as_text(content)):
+        kind = "text"  # a "figure" filled with lines, or whose lines read as prose (handwriting), is text
     return {"kind": kind, "label": label, "box": box, "content": content, "rows": len({e[1] for e in entries}),
             "margin": all(e[3] for e in entries), "score": float(statistics.fmean(ln.score for ln in mine)),
             "seconds": sum(ln.seconds for ln in mine)}
