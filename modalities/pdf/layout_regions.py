@@ -12,6 +12,8 @@ one paragraph (`words.join_lines`). Then:
   number in a margin is a `page_number`;
 - a table's content comes from its cells (`tables.table_content`); a picture is a `figure`
   placeholder, and the text drawn inside it (axis labels, a diagram's words) is not body text;
+- a text box set in a monospaced font is `code` (fenced, line by line) only when its lines, or
+  its page's monospaced lines, look like code (`code_blocks.is_code`); prose in Courier is text;
 - spans outside every box (the model missed them) keep the PDF's own blocks, classified by the
   rules of `regions` (nothing is lost);
 - the regions are put in reading order by recursive XY-cut (`order.xy_cut`), body first, then
@@ -26,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from curate.modalities.pdf import regions as rules
+from curate.modalities.pdf.code_blocks import is_code
 from curate.modalities.pdf.order import group_lines, xy_cut
 from curate.modalities.pdf.records import PARATEXT, RegionRecord
 from curate.modalities.pdf.tables import table_content
@@ -60,6 +63,7 @@ def layout_regions(page: Any, mod: Any, boxes: list, skip: tuple = (), blocks: l
     for ln in lines:
         ln["vertical"] = ln["vertical"] != view.turned  # as the page is shown: /Rotate 90 turns vertical lines level
     view.vertical = sum(ln["vertical"] for ln in lines) > len(lines) / 2  # tategaki: columns right to left
+    view.listing = rules.mono_code_share(lines)  # how code-like its monospaced lines are (code_blocks)
     owner = [_owner(line["bbox"], boxes) for line in lines]
     body = rules._body_size(lines)
     found: list[RegionRecord] = []
@@ -82,7 +86,7 @@ class View:
         self.matrix, self.turned = page.rotation_matrix, page.rotation in (90, 270)
         self.drawings = drawings  # the page's get_cdrawings(): figures and tables read them
         self.width, self.height = page.rect.width, page.rect.height
-        self.vertical, self.edges, self.graphics = False, (0.0, 0.0), []
+        self.vertical, self.edges, self.graphics, self.listing = False, (0.0, 0.0), [], 0.0
         self._rect = type(page.rect)
 
     def graphics_of(self, page: Any) -> None:
@@ -145,7 +149,7 @@ def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | N
         level = 1 if label == "title" else (2 if body and sizes >= body * SECTION_LEVEL_RATIO else 3)
     elif kind == "list":
         content = "\n".join(rules._list_items(texts))
-    elif kind == "text" and all(ln["mono"] for ln in lines) and not vertical:
+    elif kind == "text" and all(ln["mono"] for ln in lines) and not vertical and is_code(texts, view.listing):
         kind, content = "code", "\n".join(texts)
     return RegionRecord(kind=kind, bbox=bbox, order=0, content=content, source=SOURCE, level=level,
                         size=float(sizes), bold=bold)
@@ -232,7 +236,7 @@ def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]
              "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
              "mono": all(ln["mono"] for ln in group),
              "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}
-        r = rules._classify(dict(t, bbox=view.shown(t["bbox"])), body, view.height, view.vertical)
+        r = rules._classify(dict(t, bbox=view.shown(t["bbox"])), body, view.height, view.vertical, view.listing)
         out.append(RegionRecord(kind=r.kind, bbox=t["bbox"], order=0, content=r.content, source=rules.SOURCE,
                                 level=r.level, size=float(t["size"]), bold=t["bold"]))
     return out

@@ -3,7 +3,8 @@ and images, classified by simple rules and put in reading order (`order.reading_
 
 - A text block is a `title` when its font is at least `TITLE_RATIO` times the page's body size
   (level 1 from `TOP_TITLE_RATIO`), or when it is one short bold line; `code` when every span is
-  monospaced; `list` when it starts with a bullet or an enumeration; `caption` when it starts
+  monospaced and its lines, or its page's monospaced lines, look like code (`code_blocks.is_code`:
+  prose set in Courier is text); `list` when it starts with a bullet or an enumeration; `caption` when it starts
   with "Figure 3", "Table 2"...; `footnote` when small and in the bottom part of the page;
   `page_number` when it is only a page number in the top or bottom margin, `aside` when its
   text runs vertically on a page of horizontal text (an arXiv stamp, a margin note): both are
@@ -32,6 +33,7 @@ import re
 import statistics
 from typing import Any
 
+from curate.modalities.pdf.code_blocks import code_share, is_code
 from curate.modalities.pdf.order import reading_order
 from curate.modalities.pdf.records import RegionRecord
 from curate.modalities.pdf.textlayer import route_of
@@ -79,7 +81,8 @@ def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), b
     body = _body_size(texts)
     height = page.cropbox.height
     vertical = sum(t["vertical"] for t in texts) > len(texts) / 2  # tategaki: columns right to left
-    regions = [_classify(t, body, height, vertical) for t in texts] + found
+    listing = mono_code_share(texts)
+    regions = [_classify(t, body, height, vertical, listing) for t in texts] + found
     regions += _figures(page, [t["bbox"] for t in texts], page.cropbox.width * height)
     order = reading_order([r.bbox for r in regions], right_to_left=vertical)
     return [RegionRecord(kind=regions[i].kind, bbox=regions[i].bbox, order=k, content=regions[i].content,
@@ -113,7 +116,15 @@ def _body_size(texts: list[dict]) -> float:
     return max(weights, key=weights.get) if weights else 0.0
 
 
-def _classify(t: dict, body: float, height: float, vertical_page: bool) -> RegionRecord:
+def mono_code_share(texts: list[dict]) -> float:
+    """How code-like a page's monospaced lines are (`code_blocks.code_share`) over its texts
+    (`_block_text`'s, or a line's each)."""
+    return code_share([ln for t in texts if t["mono"] and not t["vertical"] for ln in t["lines"]])
+
+
+def _classify(t: dict, body: float, height: float, vertical_page: bool, listing: float = 0.0) -> RegionRecord:
+    """A text block's region by the rules of the module docstring; `listing`: its page's
+    `mono_code_share`."""
     text, bbox, size = t["text"], t["bbox"], t["size"]
     kind, level, content = "text", 0, text
     in_margin = bbox[3] <= height * MARGIN or bbox[1] >= height * (1 - MARGIN)
@@ -121,7 +132,7 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool) -> Regio
         kind = "page_number"
     elif t["vertical"] and not vertical_page:
         kind = "aside"  # text turned on a page of level text: an arXiv stamp, a margin note
-    elif t["mono"] and not t["vertical"]:
+    elif t["mono"] and not t["vertical"] and is_code(t["lines"], listing):
         kind, content = "code", "\n".join(t["lines"])
     elif CAPTION.match(text):
         kind = "caption"
