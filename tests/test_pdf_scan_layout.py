@@ -113,20 +113,25 @@ def test_without_layout_the_scan_is_one_region_with_the_same_text(generated, ocr
 
 
 # ---- the fax letter -----------------------------------------------------------------------------
-def test_the_fax_keeps_every_line_in_order_and_its_footer_and_margin_note(fax):
-    """The fax's footer (two lines) and its margin "No. 1" are boxes rapid-layout calls footers in
-    the bottom zone: a footer of a scan is one line, not a margin note, so they stay text."""
+def test_the_fax_keeps_every_line_in_order_but_its_footer_and_margin_stamp(fax):
+    """The fax's footer (two lines: the letterhead's registered office) and its margin "No. 1" are
+    boxes rapid-layout calls footers in the bottom zone: paratext, as on every page kind (they
+    used to stay text: a scan's footer had to be one line, not in a margin); the sign-off stays."""
     page, region, lines, text, regions, row = fax
     assert page.rotation == 90  # its boxes are mapped back through the page's /Rotate
     assert text.lines == 32 and text.dropped <= 1 and len(lines) == text.lines + text.dropped
     kept = [ln for ln in text.tagged if ln.text]
     assert sum(bool(ln.label) for ln in kept) >= 18  # most lines sit in a layout box, the rest are paragraphs
     without = page_markdown([(page, [], [with_text([(region, text)])[0]])])[0].markdown
-    plain = _flat(row.markdown.replace("## ", ""))
-    assert plain == _flat(without), (row.markdown, without)  # the same text in the same order
-    assert row.markdown.index("Yours sincerely") < row.markdown.index("in England") < row.markdown.index("No. 1")
     footer = [r for r in regions if r.label == "footer"]
-    assert len(footer) == 2 and all(r.kind == "text" for r in footer)
+    assert len(footer) == 2 and all(r.kind == "footer" for r in footer)
+    for r in footer:
+        without = without.replace(r.content, "")
+    plain = _flat(row.markdown.replace("## ", ""))
+    assert plain == _flat(without), (row.markdown, without)  # the same text in the same order, less the footers
+    assert "in England" not in row.markdown and "No. 1" not in row.markdown
+    md = row.markdown
+    assert md.index("Yours sincerely") < md.index("P.J. CROSS") < md.index("Facsimile Research")  # the sign-off
     assert all(0 <= r.bbox[0] <= r.bbox[2] <= page.width_pt and 0 <= r.bbox[3] <= page.height_pt for r in regions)
     assert row.ocr_confidence == pytest.approx(text.score, abs=0.01)
 
@@ -177,7 +182,11 @@ def _line(box, text, label="", layout_box=None) -> TextLine:
     return TextLine(box=box, text=text, score=0.9, seconds=0.5, laid_out=True, label=label, layout_box=layout_box)
 
 
-def test_headers_and_footers_are_paratext_only_in_their_zone_and_one_line_long():
+def test_headers_and_footers_are_paratext_in_their_zone_however_many_lines_they_have():
+    """The convention of every page kind (issue 38; `layout_regions.paratext_kind`): a footer of
+    two lines (a letterhead's registered office) and a stamp in the margin that the model calls a
+    footer are paratext, as on a text-layer page; a scan's footer used to be paratext only when
+    one line long and not in a margin."""
     page = PageRecord(path="x.pdf", index=0, width_pt=500, height_pt=1000, scale=1.0)
     mid = (40, 480, 460, 540)
     lines = [_line((40, 20, 300, 35), "Running head", "header", (30, 15, 310, 40)),
@@ -188,18 +197,20 @@ def test_headers_and_footers_are_paratext_only_in_their_zone_and_one_line_long()
              _line((40, 320, 460, 335), "goes on here", ""),
              _line((40, 940, 460, 955), "Registered office: one", "footer", (30, 935, 470, 975)),
              _line((40, 958, 460, 972), "two lines of it", "footer", (30, 935, 470, 975)),
-             _line((240, 980, 260, 995), "7", "", None)]
-    read = RegionText(text="", score=0.9, lines=len(lines), seconds=4.5, tagged=tuple(lines))
+             _line((240, 980, 260, 995), "7", "", None),
+             _line((5, 982, 35, 994), "No. 1", "footer", (3, 980, 37, 996))]
+    read = RegionText(text="", score=0.9, lines=len(lines), seconds=5.0, tagged=tuple(lines))
     region = RegionRecord(kind="text", bbox=(0, 0, 500, 1000), order=0, whole_page=True, seconds=1.0)
     got = page_regions(page, region, read)
     assert [(r.kind, r.label, r.content) for r in got] == [
         ("text", "text", "Body line one of the page\nbody line two"),
         ("text", "", "An untagged paragraph\ngoes on here"),
         ("text", "header", "A header in the middle is text"),
-        ("text", "footer", "Registered office: one\ntwo lines of it"),  # two lines: not a running footer
         ("header", "header", "Running head"),
-        ("page_number", "", "7")]
-    assert got[0].bbox == (30, 95, 470, 140) and sum(r.seconds for r in got) == pytest.approx(1.0 + 4.5)
+        ("footer", "footer", "Registered office: one\ntwo lines of it"),  # two lines: a footer all the same
+        ("page_number", "", "7"),
+        ("footer", "footer", "No. 1")]  # a stamp in the margin: after the body, paratext
+    assert got[0].bbox == (30, 95, 470, 140) and sum(r.seconds for r in got) == pytest.approx(1.0 + 5.0)
 
 
 def test_a_table_box_reads_its_cells_and_one_that_is_no_table_keeps_its_text():

@@ -9,7 +9,10 @@ one paragraph (`words.join_lines`). Then:
 - headers and footers are paratext (kept as regions with their class, dropped from the
   Markdown) when they sit in the top or bottom `EDGE_ZONE` of the page, or run vertically in a
   side margin (an arXiv stamp); a box the model calls a header elsewhere is text. A lone page
-  number in a margin is a `page_number`;
+  number in a margin is a `page_number`. This is the convention of every page kind, scans too
+  (`scan_layout`), and the eval's (olmOCR-Bench's): running heads, footers of any number of
+  lines (a copyright line, a letterhead's registered office), page numbers and margin stamps
+  are absent; what the model calls text at the page's foot (a letter's sign-off) stays;
 - a table's content comes from its cells (`tables.table_content`); a picture is a `figure`
   placeholder, and the text drawn inside it (axis labels, a diagram's words) is not body text;
 - a text box set in a monospaced font is `code` (fenced, line by line) only when its lines, or

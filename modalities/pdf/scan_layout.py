@@ -10,11 +10,13 @@ cut into regions by layout group (`page_regions`):
 - the lines of one box are one region of the box's class (`SCAN_KINDS`; the class stays in
   `RegionRecord.label`), their text joined as the whole page's text joins them (`ocr_text`:
   rows, and paragraphs by the page's own line height);
-- a header or footer is paratext only where it also sits in the top or bottom zone of the page
-  (the rule of `layout_regions.paratext_kind`) and is one line, not a margin note (the fax
-  letter's two-line registered office and its margin "No. 1" stay text); a lone page number in
-  either zone is a `page_number`: paratext is kept as regions with their class, left out of
-  the Markdown;
+- headers, footers and page numbers follow the convention of every page kind
+  (`layout_regions.paratext_kind`): a box the model calls a header or footer is paratext where it
+  sits in the top or bottom zone of the page, however many lines it has (the fax letter's
+  two-line registered office and its "No. 1" stamp in the margin are a letterhead's footer and
+  a stamp: absent, as in olmOCR-Bench), and text elsewhere; a lone page number in either zone
+  is a `page_number`: paratext is kept as regions with their class, left out of the Markdown;
+  a letter's sign-off is the model's text, and stays;
 - a table box's lines are its cells (`tables.table_from_boxes`: Markdown, or HTML where cells
   span); a box whose cells do not confirm a table keeps its text, labelled "table";
 - a figure box whose lines cover little of it is a figure (its text kept on the region, not in
@@ -47,8 +49,6 @@ SOURCE = "rapidocr"
 SCAN_KINDS = {"text": "text", "title": "title", "figure": "figure", "figure_caption": "caption", "table": "table",
               "table_caption": "caption", "header": "header", "footer": "footer", "reference": "text",
               "equation": "formula"}
-
-PARATEXT_MAX_ROWS = 1  # lines a header or footer of a scan may have (see _paratext)
 
 Box = tuple[float, float, float, float]
 
@@ -145,20 +145,15 @@ def _group(lines: list[TextLine], entries: list[tuple[int, int, bool, bool]]) ->
     elif kind == "figure" and (sum(area(b) for b in boxes) >= FIGURE_MAX_TEXT * area(mine[0].layout_box)
                                or reads_as_text(content)):
         kind = "text"  # a "figure" filled with lines, or whose lines read as prose (handwriting), is text
-    return {"kind": kind, "label": label, "box": box, "content": content, "rows": len({e[1] for e in entries}),
-            "margin": all(e[3] for e in entries), "score": float(statistics.fmean(ln.score for ln in mine)),
+    return {"kind": kind, "label": label, "box": box, "content": content,
+            "score": float(statistics.fmean(ln.score for ln in mine)),
             "seconds": sum(ln.seconds for ln in mine)}
 
 
 def _paratext(group: dict, size: tuple[float, float], edges: tuple[float, float]) -> str:
-    """A group's kind after the position rule (`layout_regions.paratext_kind`). A header or
-    footer is also one line at most (`PARATEXT_MAX_ROWS`: a running head, a copyright or folio
-    line) and not a margin note (a narrow note beside the body, read after it): the block of two
-    lines and the margin's "No. 1" the model calls footers on the fax letter are its text."""
-    kind = group["kind"]
-    if kind in ("header", "footer") and (group["rows"] > PARATEXT_MAX_ROWS or group["margin"]):
-        kind = "text"
-    return paratext_kind(kind, group["box"], group["content"], False, size, edges)
+    """A group's kind after the position rule that text-layer pages follow too
+    (`layout_regions.paratext_kind`)."""
+    return paratext_kind(group["kind"], group["box"], group["content"], False, size, edges)
 
 
 def upright_size(page: PageRecord, orientation: int) -> tuple[float, float]:
