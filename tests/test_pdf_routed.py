@@ -49,12 +49,17 @@ def test_a_page_read_well_stays_on_cpu():
 def test_each_reason_routes_a_page_and_says_why():
     assert needs_vlm(page("ocr", ocr_confidence=0.62)) == "ocr confidence 0.62 < 0.90"
     assert needs_vlm(page(text_quality=0.2)) == "text quality 0.20 < 0.50"
-    assert needs_vlm(page(has_equation=True)) == "an equation (the CPU route writes no LaTeX)"
+    assert needs_vlm(page(has_equation=True)) == "an equation the CPU route could not write as LaTeX (a scan, or no math fonts)"
     assert needs_vlm(page(has_table=True, markdown=TABLE_TEXT)) == "a table the CPU route could not structure"
     assert needs_vlm(page("ocr"), always=["ocr"]) == "route ocr always goes to the VLM"
     both = needs_vlm(page("ocr", ocr_confidence=0.5, has_equation=True, has_table=True, markdown=TABLE_TEXT))
-    assert both == ("ocr confidence 0.50 < 0.90; an equation (the CPU route writes no LaTeX); "
+    assert both == ("ocr confidence 0.50 < 0.90; an equation the CPU route could not write as LaTeX (a scan, or no math fonts); "
                     "a table the CPU route could not structure")
+
+
+def test_an_equation_written_as_latex_stays_on_the_cpu():
+    assert needs_vlm(page(has_equation=True, equation_latex=True)) == ""
+    assert needs_vlm(page(has_equation=True, equation_latex=False)) == "an equation the CPU route could not write as LaTeX (a scan, or no math fonts)"
 
 
 def test_thresholds_and_switches_move_the_rule():

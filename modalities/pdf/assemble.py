@@ -43,6 +43,7 @@ from collections import Counter
 
 from curate.modalities.pdf import text_quality, words
 from curate.modalities.pdf.crops import displayed
+from curate.modalities.pdf.formulas import SOURCE as FORMULA_SOURCE
 from curate.modalities.pdf.language import detect as detect_language
 from curate.modalities.pdf.order import xy_cut
 from curate.modalities.pdf.records import (
@@ -138,9 +139,17 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
                                       for r in regions),
                         has_figure=any(r.kind == "figure" for r in regions),
                         has_equation=any(r.kind == "formula" for r in regions),
+                        equation_latex=equation_latex(regions),
                         ocr_confidence=confidence, text_quality=_quality(page, markdown),
                         titles=tuple(titles), hyphens=hyphens, doc_title=trusted_title(page.doc_title, page.path),
                         layout=page_layout(page, regions), text_source=text_source(page, route, regions))
+
+
+def equation_latex(regions: list[RegionRecord]) -> bool | None:
+    """Whether every formula region of a page was written as LaTeX from its text layer's glyphs
+    (`formulas`); None for a page without one."""
+    found = [r for r in regions if r.kind == "formula"]
+    return all(r.source == FORMULA_SOURCE for r in found) if found else None
 
 
 def _shared(a: tuple, b: tuple) -> float:

@@ -27,6 +27,7 @@ from curate.modalities.pdf.documents import DEFAULT_CACHE_DOCS, MUPDF_LOCK, Docu
 from curate.modalities.pdf.figures import DEFAULT_DPI, check_options, page_figures
 from curate.modalities.pdf.records import PageRecord, RegionRecord
 from curate.modalities.pdf.regions import BOLD, page_regions, text_flags
+from curate.modalities.pdf.formulas import page_blocks
 from curate.modalities.pdf.textlayer import route_of
 
 from curate.errors import StageSetupError
@@ -90,7 +91,8 @@ class Layout:
         with MUPDF_LOCK:
             page = self.cache.page(record)
             # read once, for the plain-page test and whichever path then builds the regions
-            blocks, drawings = page.get_text("dict", flags=text_flags(self.mod))["blocks"], page.get_cdrawings()
+            # (with each glyph on a page that uses a math font: formulas.page_blocks)
+            blocks, drawings = page_blocks(page, text_flags(self.mod)), page.get_cdrawings()
             if self.model == "rules" or plain_page(page, self.mod, blocks, drawings):
                 found = page_regions(page, self.mod, self.tables, record.ocr_boxes, blocks, drawings)
             else:

@@ -33,6 +33,8 @@ from typing import Any
 from curate.modalities.pdf import regions as rules
 from curate.modalities.pdf.code_blocks import is_code
 from curate.modalities.pdf.order import group_lines, xy_cut
+from curate.modalities.pdf.formulas import SOURCE as FORMULA_SOURCE
+from curate.modalities.pdf.formulas import block_latex, is_display, line_has_math, page_blocks
 from curate.modalities.pdf.records import PARATEXT, RegionRecord
 from curate.modalities.pdf.tables import table_content
 from curate.modalities.pdf.words import join_lines
@@ -55,7 +57,7 @@ def layout_regions(page: Any, mod: Any, boxes: list, skip: tuple = (), blocks: l
     `blocks` (its "dict" extraction with `text_flags`) and `drawings` (`get_cdrawings()`): when
     the caller has read them already."""
     if blocks is None:
-        blocks = page.get_text("dict", flags=rules.text_flags(mod))["blocks"]
+        blocks = page_blocks(page, rules.text_flags(mod))
     if drawings is None:
         drawings = page.get_cdrawings()
     view = View(page, drawings)
@@ -108,9 +110,10 @@ def _lines(blocks: list) -> list[dict]:
         if block.get("type") != 0:
             continue
         for line in block.get("lines", ()):
-            one = rules._block_text({"bbox": line["bbox"], "lines": [line]})
+            one = rules._block_text({"bbox": line["bbox"], "lines": [line], "rules": block.get("rules", ())})
             if one["text"]:
                 one["block"] = tuple(block["bbox"])
+                one["raw"], one["rules"] = line, block.get("rules", ())  # its glyphs, for formulas
                 one["max"] = max(round(sp["size"], 1) for sp in line["spans"] if sp.get("text", "").strip())
                 out.append(one)
     return out
@@ -137,6 +140,9 @@ def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | N
         kind = "text"  # cells that do not confirm it (a form's grid, mostly empty): keep its text
     if not lines:
         return None
+    formula = _formula(kind, bbox, lines)
+    if formula is not None:
+        return formula
     if view.vertical:  # columns of vertical writing: MuPDF's own line order
         texts = [ln["text"] for ln in lines]
     else:  # rows of the page as shown; a superscript or a split span joins its row
@@ -156,6 +162,22 @@ def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | N
         kind, content = "code", "\n".join(texts)
     return RegionRecord(kind=kind, bbox=bbox, order=0, content=content, source=SOURCE, level=level,
                         size=float(sizes), bold=bold)
+
+
+def _formula(kind: str, bbox, lines: list[dict]) -> RegionRecord | None:
+    """A formula box (or a text or title box that is a display formula) with glyphs of a math font, as
+    LaTeX (`formulas.block_latex`); None for other boxes, and for a formula without math fonts
+    (its text is then kept as the model read it)."""
+    raw = [ln["raw"] for ln in lines if "raw" in ln]
+    if kind not in ("formula", "text", "title") or not raw or not any(line_has_math(r) for r in raw):
+        return None
+    if kind != "formula" and not is_display(raw):  # a "title" of math glyphs: a display the model misread
+        return None
+    tex = block_latex(raw, sorted({r for ln in lines for r in ln.get("rules", ())}))
+    if not tex:
+        return None
+    return RegionRecord(kind="formula", bbox=bbox, order=0, content=tex, source=FORMULA_SOURCE,
+                        size=float(statistics.median(ln["size"] for ln in lines)))
 
 
 def _trim_tables(boxes: list) -> list:

@@ -229,6 +229,8 @@ class PageMarkdown:
     has_table: bool = False  # a table region, or a box the layout model called a table whose cells failed (text)
     has_figure: bool = False
     has_equation: bool = False
+    # every formula region written as LaTeX from the text layer's glyphs (formulas.py); None: no formula
+    equation_latex: bool | None = None
     ocr_confidence: float | None = None  # mean recognition confidence of the OCR lines kept; None: no OCR
     text_quality: float | None = None  # 0..1 score of the page's text (text_quality.py)
     titles: tuple = ()  # (font size, bold) of each title block in page order, for levelling across pages

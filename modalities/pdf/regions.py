@@ -33,6 +33,8 @@ import re
 import statistics
 from typing import Any
 
+from curate.modalities.pdf.formulas import SOURCE as FORMULA_SOURCE
+from curate.modalities.pdf.formulas import block_latex, is_display, line_has_math, line_text, merge_display, page_blocks
 from curate.modalities.pdf.code_blocks import code_share, is_code
 from curate.modalities.pdf.order import reading_order
 from curate.modalities.pdf.records import RegionRecord
@@ -73,8 +75,9 @@ def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), b
     inside a box of `skip` (garbage text that OCR reads). `blocks` (its "dict" extraction with
     `text_flags`) and `drawings` (`get_cdrawings()`): when the caller has read them already."""
     if blocks is None:
-        blocks = page.get_text("dict", flags=text_flags(mod))["blocks"]
+        blocks = page_blocks(page, text_flags(mod))
     blocks = [b for b in blocks if b.get("type") == 0 and not any(_inside(_center(b["bbox"]), s) for s in skip)]
+    blocks = merge_display(blocks)  # a display formula that MuPDF cut into blocks is one again
     found = _tables(page, mod, tables, drawings)
     blocks = [b for b in blocks if not any(_inside(_center(b["bbox"]), t.bbox) for t in found)]
     texts = [t for t in (_block_text(b) for b in blocks) if t["text"]]
@@ -86,7 +89,7 @@ def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), b
     regions += _figures(page, [t["bbox"] for t in texts], page.cropbox.width * height)
     order = reading_order([r.bbox for r in regions], right_to_left=vertical)
     return [RegionRecord(kind=regions[i].kind, bbox=regions[i].bbox, order=k, content=regions[i].content,
-                         source=SOURCE, level=regions[i].level) for k, i in enumerate(order)]
+                         source=regions[i].source or SOURCE, level=regions[i].level) for k, i in enumerate(order)]
 
 
 # ---- text blocks ----------------------------------------------------------------------------
@@ -97,15 +100,20 @@ def _block_text(block: dict) -> dict:
         spans = [s for s in line.get("spans", ()) if s.get("text", "").strip()]
         if not spans:
             continue
-        lines.append("".join(s["text"] for s in line["spans"]).strip())
+        math = line_has_math(line)  # a line with glyphs of a math font ("rawdict"): its formulas as $...$
+        lines.append((line_text(line, block.get("rules", ())) if math else "".join(s["text"] for s in line["spans"])).strip())
         for s in spans:
             sizes += [round(s["size"], 1)] * len(s["text"].strip())
             bold &= bool(s["flags"] & BOLD) or "bold" in s["font"].lower()
             mono &= bool(s["flags"] & MONO) or any(m in s["font"].lower() for m in ("mono", "courier", "code"))
         vertical += line.get("wmode", 0) == 1 or abs(line.get("dir", (1, 0))[0]) < 0.5
     size = statistics.median(sizes) if sizes else 0.0
+    formula = ""
+    if lines and (block.get("formula") or any(line_has_math(ln) for ln in block["lines"]) and is_display(block["lines"])):
+        formula = block_latex(block["lines"], block.get("rules", ()))  # a display formula, as LaTeX
     return {"bbox": tuple(block["bbox"]), "lines": lines, "text": join_lines(lines), "size": size,
-            "bold": bold and bool(lines), "mono": mono and bool(lines), "vertical": vertical > len(lines) / 2}
+            "bold": bold and bool(lines), "mono": mono and bool(lines), "vertical": vertical > len(lines) / 2,
+            "formula": formula}
 
 
 def _body_size(texts: list[dict]) -> float:
@@ -132,6 +140,8 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool, listing:
         kind = "page_number"
     elif t["vertical"] and not vertical_page:
         kind = "aside"  # text turned on a page of level text: an arXiv stamp, a margin note
+    elif t.get("formula"):
+        kind, content = "formula", t["formula"]
     elif t["mono"] and not t["vertical"] and is_code(t["lines"], listing):
         kind, content = "code", "\n".join(t["lines"])
     elif CAPTION.match(text):
@@ -144,7 +154,8 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool, listing:
         kind, content = "list", "\n".join(_list_items(t["lines"]))
     elif body and size < body * FOOTNOTE_RATIO and bbox[1] >= height * FOOTNOTE_ZONE:
         kind = "footnote"
-    return RegionRecord(kind=kind, bbox=_box(bbox), order=0, content=content, source=SOURCE, level=level,
+    source = FORMULA_SOURCE if kind == "formula" else SOURCE
+    return RegionRecord(kind=kind, bbox=_box(bbox), order=0, content=content, source=source, level=level,
                         size=float(size), bold=bool(t["bold"]))
 
 

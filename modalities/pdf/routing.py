@@ -36,7 +36,8 @@ MIN_OCR_CONFIDENCE = LOW_OCR_CONFIDENCE
 # text_quality.py scores a page 0..1 by how much of its text looks like words; under half is
 # mostly noise (a broken font encoding that OCR did not fix either).
 MIN_TEXT_QUALITY = 0.5
-# The CPU route writes a formula as its glyphs in text, never LaTeX: a page with one goes to the VLM.
+# The CPU route writes a formula as LaTeX only where the text layer has it in math fonts
+# (formulas.py): a page with a formula it could not (a scan's, one in a text font) goes to the VLM.
 ROUTE_EQUATIONS = True
 # A table region whose cells the CPU route could not find comes out as text: the VLM reads it as HTML.
 ROUTE_TABLES = True
@@ -68,8 +69,8 @@ def needs_vlm(page: PageMarkdown, *, min_ocr_confidence: float = MIN_OCR_CONFIDE
         why.append("OCR read no text on a page that shows an image or drawings")
     if page.text_quality is not None and page.text_quality < min_text_quality:
         why.append(f"text quality {page.text_quality:.2f} < {min_text_quality:.2f}")
-    if equations and page.has_equation:
-        why.append("an equation (the CPU route writes no LaTeX)")
+    if equations and page.has_equation and not page.equation_latex:
+        why.append("an equation the CPU route could not write as LaTeX (a scan, or no math fonts)")
     if tables and page.has_table and not has_structured_table(page.markdown):
         why.append("a table the CPU route could not structure")
     return "; ".join(why)

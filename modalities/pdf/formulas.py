@@ -1,0 +1,842 @@
+"""Formulas from a PDF's text layer, written as LaTeX: the CPU route's math.
+
+A born-digital paper carries its formulas in the text layer: glyphs of math fonts (CMMI, CMSY,
+CMEX, Latin Modern Math, Libertinus Math, Euler, txfonts...), super- and subscripts as smaller
+glyphs on a raised or lowered baseline, fraction bars and radical overlines as drawn rules.
+This module reads them back as LaTeX that KaTeX renders to the same symbols in the same places:
+
+- `page_blocks` is the page's "dict" extraction, except on a page that uses a math font, where it
+  is the "rawdict" one (every span keeps its glyphs, and its `text` as "dict" gives it) plus the
+  page's thin horizontal rules: what the rest needs, at no cost on pages without math.
+- `line_text` writes one text line with each run of math in it as `$...$` (inline formulas):
+  a run starts at a glyph of a math font and takes in the neighbours a formula holds (digits,
+  operators, brackets, scripts, a function name such as `sin`), never a word of body text.
+- `is_display` says whether a group of lines is a display formula (mostly math glyphs), and
+  `block_latex` writes one from all its glyphs and the rules among them (`$$...$$` is added
+  by the page writer); an equation number at its right end becomes `\\tag{n}`.
+- `to_latex` is the two-dimensional reader under both: fraction bars first (the glyphs above
+  and below a rule, read recursively), radicals (a radical sign and the rule over its
+  radicand), limits over and under big operators, then the baseline (the median baseline of
+  the largest glyphs) and scripts relative to it, read recursively so `x^{a_{b}}` nests.
+
+Glyphs map to LaTeX by `SYMBOLS` (Unicode operators, relations, arrows, Greek) and by their
+Unicode names (the Mathematical Alphanumeric Symbols: bold, double-struck, script, fraktur) or
+their font (MSBM double-struck, EUFM fraktur, CMSY capitals calligraphic). A glyph that maps to
+nothing (a private-use code of a font without a Unicode map) is dropped, and the formula reads
+without it: what the text layer cannot say, the page's image can (the routed recipe sends pages
+with formulas to a VLM). Matrices, `cases` and aligned rows are read row by row.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from dataclasses import dataclass
+
+# Math fonts by name (after the subset prefix "ABCDEF+"): TeX's Type1 math fonts (Computer and
+# Latin Modern, AMS, Euler, txfonts/pxfonts/newtx, Kp-fonts, MathDesign) and any OpenType font
+# with Math in its name (Latin Modern Math, Libertinus Math, STIX Two Math, Cambria Math).
+MATH_FONT = re.compile(r"^(?:CM(?:MI|SY|EX|BSY|MIB)\d|LMMath|MSAM|MSBM|EU(?:RM|RB|FM|FB|SM|SB|EX)|RSFS|"
+                       r"r?t?x(?:mi|sy|ex|sya|syb)|r?p?x(?:mi|sy|ex|sya|syb)|zx(?:mi|sy)|NewTXMI|"
+                       r"Kp-+M-|.*Math|MathDesign-.*-(?:It|Sy|Ex|Ma|OT)$|Symbol|StandardSym|MT-?Extra|"
+                       r"wasy|stmary|bbm|dsrom|esint)", re.IGNORECASE)
+# ...of which these set ASCII letters in italic (a Unicode math font sets italic letters at
+# U+1D434.., so its ASCII letters are upright)
+ITALIC_MATH_FONT = re.compile(r"^(?:CMMI|CMMIB|LMMathItalic|EURM|EURB|r?t?xmi|r?p?xmi|zxmi|NewTXMI|Kp-+M-Italic|"
+                              r"MathDesign-.*-It$)|Italic|Ital|Oblique", re.IGNORECASE)
+FONT_STYLE = ((re.compile(r"^MSBM|bbm|dsrom", re.I), "mathbb"), (re.compile(r"^EUF", re.I), "mathfrak"),
+              (re.compile(r"^(?:EUS|RSFS)|Calligraphy|Script", re.I), "mathcal"))
+SYMBOL_FONT = re.compile(r"CMSY|CMBSY|MathSymbols|[a-z]xsy|-Sy(?:-|$)", re.IGNORECASE)  # capitals: calligraphic
+SOURCE = "formulas"  # RegionRecord.source of a formula written as LaTeX from the text layer's glyphs
+ACCURATE_BBOXES = 512  # pymupdf.TEXT_ACCURATE_BBOXES (not imported here: `import curate` stays light)
+SUBSET = re.compile(r"^[A-Z]{6}\+")
+
+SCRIPT_SHIFT = 0.12  # of the base size: a baseline this far above (below) the base line is a super(sub)script
+SUB_SHIFT = 0.05  # ...subscripts sit closer to the base line than superscripts
+BASE_SIZE = 0.85  # of the largest size: glyphs at least this large are on the base line
+MAX_PATHS = 20_000  # a page with more vector paths is a drawing: its rules are not read for formulas
+RULE_MAX_HEIGHT = 1.5  # points: a fraction bar or a radical's overline is thinner than this
+RULE_SLACK = 1.0  # points: a glyph's centre this far outside a rule's span still belongs to it
+ITALIC_WORD = 2  # letters: an italic word this short next to an operator is a formula's (mathptmx's x, mc)
+DISPLAY_MATH_SHARE = 0.6  # of a block's glyphs: a block this much math is a display formula
+TAG_GAP = 2.0  # of the size: an "(n)" this far right of a display formula is its equation number
+FUNCTIONS = frozenset("sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh coth exp log ln lg lim "
+                      "liminf limsup max min sup inf det dim ker deg arg gcd hom Pr mod".split())
+BIG_OPS = frozenset("∑∏∐⋃⋂⨁⨂⨀⨄⋁⋀∫∬∭∮")
+LIMIT_WORDS = frozenset("lim liminf limsup max min sup inf det gcd Pr".split())
+OPERATORS = set("=+-−×÷±∓<>≤≥≠≈≡∼≃≅∝→←↔⇒⇐⇔↦∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∂∇∞·⋅∘⊗⊕/|‖()[]{}⟨⟩,;:!'′″*^_.")
+UNKNOWN = "\ufffd"  # a glyph without a Unicode value (CMEX's big symbols in most TeX output)
+DROP = set("\u200b\u2061\u2062\u2063")  # invisible times, function application: nothing to show
+
+SYMBOLS = {
+    "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ϵ": r"\epsilon", "ε": r"\varepsilon",
+    "ζ": r"\zeta", "η": r"\eta", "θ": r"\theta", "ϑ": r"\vartheta", "ι": r"\iota", "κ": r"\kappa",
+    "λ": r"\lambda", "μ": r"\mu", "µ": r"\mu", "ν": r"\nu", "ξ": r"\xi", "π": r"\pi", "ϖ": r"\varpi",
+    "ρ": r"\rho", "ϱ": r"\varrho", "σ": r"\sigma", "ς": r"\varsigma", "τ": r"\tau", "υ": r"\upsilon",
+    "φ": r"\varphi", "ϕ": r"\phi", "χ": r"\chi", "ψ": r"\psi", "ω": r"\omega", "Γ": r"\Gamma",
+    "Δ": r"\Delta", "Θ": r"\Theta", "Λ": r"\Lambda", "Ξ": r"\Xi", "Π": r"\Pi", "Σ": r"\Sigma",
+    "Υ": r"\Upsilon", "Φ": r"\Phi", "Ψ": r"\Psi", "Ω": r"\Omega", "∆": r"\Delta", "Ω": r"\Omega", "−": "-", "∗": "*", "×": r"\times",
+    "÷": r"\div", "±": r"\pm", "∓": r"\mp", "·": r"\cdot", "⋅": r"\cdot", "∘": r"\circ", "•": r"\bullet",
+    "≤": r"\leq", "≥": r"\geq", "≦": r"\leqq", "≧": r"\geqq", "≪": r"\ll", "≫": r"\gg", "≠": r"\neq",
+    "≈": r"\approx", "≡": r"\equiv", "∼": r"\sim", "≃": r"\simeq", "≅": r"\cong", "∝": r"\propto",
+    "≺": r"\prec", "≻": r"\succ", "⪯": r"\preceq", "⪰": r"\succeq", "∣": r"\mid", "∥": r"\parallel",
+    "⊥": r"\perp", "→": r"\to", "←": r"\leftarrow", "↔": r"\leftrightarrow", "⇒": r"\Rightarrow",
+    "⇐": r"\Leftarrow", "⇔": r"\Leftrightarrow", "↦": r"\mapsto", "⟶": r"\longrightarrow",
+    "⟹": r"\Longrightarrow", "⟺": r"\Longleftrightarrow", "↑": r"\uparrow", "↓": r"\downarrow",
+    "↪": r"\hookrightarrow", "⇀": r"\rightharpoonup", "∈": r"\in", "∉": r"\notin", "∋": r"\ni",
+    "⊂": r"\subset", "⊃": r"\supset", "⊆": r"\subseteq", "⊇": r"\supseteq", "⊊": r"\subsetneq",
+    "∪": r"\cup", "∩": r"\cap", "∖": r"\setminus", "∅": r"\emptyset", "∧": r"\wedge", "∨": r"\vee",
+    "¬": r"\neg", "∀": r"\forall", "∃": r"\exists", "∄": r"\nexists", "∂": r"\partial", "∇": r"\nabla",
+    "∞": r"\infty", "ℏ": r"\hbar", "ℓ": r"\ell", "℘": r"\wp", "ℜ": r"\Re", "ℑ": r"\Im", "ℵ": r"\aleph",
+    "ı": r"\imath", "ȷ": r"\jmath", "⊗": r"\otimes", "⊕": r"\oplus", "⊖": r"\ominus", "⊙": r"\odot",
+    "†": r"\dagger", "‡": r"\ddagger", "⋆": r"\star", "★": r"\bigstar", "△": r"\triangle", "□": r"\Box",
+    "◦": r"\circ", "⟨": r"\langle", "⟩": r"\rangle", "〈": r"\langle", "〉": r"\rangle", "‖": r"\|",
+    "⌊": r"\lfloor", "⌋": r"\rfloor", "⌈": r"\lceil", "⌉": r"\rceil", "{": r"\{", "}": r"\}",
+    "…": r"\ldots", "⋯": r"\cdots", "⋮": r"\vdots", "⋱": r"\ddots", "′": r"\prime", "″": r"\prime\prime",
+    "∑": r"\sum", "∏": r"\prod", "∐": r"\coprod", "⋃": r"\bigcup", "⋂": r"\bigcap", "⨁": r"\bigoplus",
+    "⨂": r"\bigotimes", "⨀": r"\bigodot", "⋁": r"\bigvee", "⋀": r"\bigwedge", "∫": r"\int", "∬": r"\iint",
+    "∭": r"\iiint", "∮": r"\oint", "√": r"\surd", "⊤": r"\top", "⊢": r"\vdash", "⊨": r"\models",
+    "∠": r"\angle", "♯": r"\sharp", "♭": r"\flat", "ð": r"\eth", "%": r"\%", "#": r"\#", "&": r"\&",
+    "$": r"\$", "~": r"\sim", "\\": r"\backslash", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "ℚ": r"\mathbb{Q}",
+    "ℝ": r"\mathbb{R}", "ℂ": r"\mathbb{C}", "ℍ": r"\mathbb{H}", "ℙ": r"\mathbb{P}", "ℎ": "h",
+    "ℒ": r"\mathcal{L}", "ℋ": r"\mathcal{H}", "ℱ": r"\mathcal{F}", "ℰ": r"\mathcal{E}", "ℳ": r"\mathcal{M}",
+    "ℬ": r"\mathcal{B}", "ℛ": r"\mathcal{R}", "ℐ": r"\mathcal{I}", "ℭ": r"\mathfrak{C}", "ℨ": r"\mathfrak{Z}",
+}
+_STYLES = (("DOUBLE-STRUCK", "mathbb"), ("FRAKTUR", "mathfrak"), ("SCRIPT", "mathcal"), ("BOLD ITALIC", "boldsymbol"),
+           ("SANS-SERIF", "mathsf"), ("MONOSPACE", "mathtt"), ("BOLD", "mathbf"), ("ITALIC", ""))
+_GREEK_NAMES = {unicodedata.name(c).split()[-1].lower(): cmd for c, cmd in SYMBOLS.items()
+                if "GREEK" in unicodedata.name(c, "")}
+
+
+@dataclass(frozen=True, slots=True)
+class Glyph:
+    """One glyph of the text layer: its character, box, baseline (`base`), font size and font."""
+
+    c: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    base: float
+    size: float
+    font: str
+
+    def __post_init__(self):
+        if self.x1 < self.x0 or self.y1 < self.y0:
+            raise ValueError(f"glyph {self.c!r}: its box {self.x0, self.y0, self.x1, self.y1} is inverted")
+
+    @property
+    def cx(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    @property
+    def mid(self) -> float:
+        """Its visual middle: half an x-height above the baseline (a big delimiter's box centre)."""
+        if self.y1 - self.y0 > 2 * self.size or (self.c in UNKNOWN and _extension(self.font)):
+            return (self.y0 + self.y1) / 2
+        return self.base - 0.25 * self.size
+
+    @property
+    def math(self) -> bool:
+        return bool(MATH_FONT.match(self.font))
+
+
+Rule = tuple  # (x0, y, x1): a thin horizontal rule at height y
+
+
+# ---- the page's text, with glyphs where there is math ---------------------------------------------
+def base_font(name: str) -> str:
+    return SUBSET.sub("", name or "")
+
+
+def has_math(blocks: list) -> bool:
+    """Whether any span of these "dict" blocks is in a math font."""
+    return any(MATH_FONT.match(base_font(s.get("font", ""))) and s.get("text", "").strip()
+               for b in blocks for ln in b.get("lines", ()) for s in ln.get("spans", ()))
+
+
+def page_blocks(page, flags: int) -> list:
+    """The page's "dict" blocks; on a page with a math font, its "rawdict" blocks instead (each
+    span with its `chars` and its `text`), each text block given the page's thin rules
+    (`rules`) that lie across it: what `line_text` and `block_latex` read."""
+    blocks = page.get_text("dict", flags=flags)["blocks"]
+    if not has_math(blocks):
+        return blocks
+    blocks = page.get_text("rawdict", flags=flags)["blocks"]
+    _add_ink(blocks, page.get_text("rawdict", flags=flags | ACCURATE_BBOXES)["blocks"])
+    rules = page_rules(page)
+    for b in blocks:
+        for ln in b.get("lines", ()):
+            for s in ln.get("spans", ()):
+                s["text"] = "".join(ch["c"] for ch in s.get("chars", ()))
+    blocks = _split_math_lines(_join_rows(blocks))
+    for b in blocks:
+        if b.get("type") == 0:
+            x0, y0, x1, y1 = b["bbox"]
+            b["rules"] = [r for r in rules if r[0] < x1 and r[2] > x0 and y0 - 2 <= r[1] <= y1 + 2]
+    return blocks
+
+
+def _add_ink(blocks: list, inked: list) -> None:
+    """Each glyph's ink box (`ink`, from the TEXT_ACCURATE_BBOXES extraction `inked`: a display
+    sum's box is its glyph's, not the font's line height), where both extractions agree on the
+    page's structure; the blocks' and lines' own boxes stay MuPDF's usual ones."""
+    if len(blocks) != len(inked):
+        return
+    for b, ib in zip(blocks, inked):
+        for ln, iln in zip(b.get("lines", ()), ib.get("lines", ())):
+            for s, isp in zip(ln.get("spans", ()), iln.get("spans", ())):
+                chars, ichars = s.get("chars", ()), isp.get("chars", ())
+                if len(chars) == len(ichars):
+                    for ch, ich in zip(chars, ichars):
+                        if ch["c"] == ich["c"]:
+                            ch["ink"] = ich["bbox"]
+
+
+def _join_rows(blocks: list) -> list:
+    """Lines that MuPDF cut off a formula's row (a subscript under a superscript, the rest of a
+    formula after it) joined back to the line they continue: a line that starts within or just
+    after the end of a line with math, on the same row."""
+    lines = [ln for b in blocks if b.get("type") == 0 for ln in b.get("lines", ())]
+    gone: set = set()
+    for ln in lines:
+        if id(ln) in gone or not line_has_math(ln):
+            continue
+        glyphs = glyphs_of([ln])
+        if not glyphs:
+            continue
+        mine = ln["bbox"]
+        size = max(g.size for g in glyphs)
+        last = max(glyphs, key=lambda g: g.x1)
+        base = statistics.median(g.base for g in glyphs if g.size == size)
+        for other in lines:
+            box = other["bbox"]
+            if other is ln or id(other) in gone or not other.get("spans") or box[1] > mine[3] or box[3] < mine[1]:
+                continue
+            if not last.x0 - 1 <= box[0] <= mine[2] + 0.6 * size:
+                continue
+            overlap = min(box[3], mine[3]) - max(box[1], mine[1])
+            first = min(glyphs_of([other]) or [None], key=lambda g: g.x0 if g else 0)
+            if (first is not None and overlap >= 0.3 * min(box[3] - box[1], mine[3] - mine[1])
+                    and abs(first.base - base) <= 0.5 * size and (first.math or first.size < size * BASE_SIZE)):
+                ln["spans"] = ln["spans"] + other["spans"]
+                ln["bbox"] = (min(mine[0], box[0]), min(mine[1], box[1]), max(mine[2], box[2]), max(mine[3], box[3]))
+                gone.add(id(other))
+    if not gone:
+        return blocks
+    out = []
+    for b in blocks:
+        if b.get("type") == 0:
+            kept = [ln for ln in b.get("lines", ()) if id(ln) not in gone]
+            if not kept:
+                continue
+            b = {**b, "lines": kept, "bbox": _union([ln["bbox"] for ln in kept])}
+        out.append(b)
+    return out
+
+
+def _split_math_lines(blocks: list) -> list:
+    """Blocks cut where their lines turn from prose to formula lines (no letter of body text) and
+    back: a display formula that MuPDF put in one block with the paragraph before it."""
+    out = []
+    for b in blocks:
+        lines = b.get("lines", ()) if b.get("type") == 0 else ()
+        if len(lines) < 2 or not any(line_has_math(ln) for ln in lines):
+            out.append(b)
+            continue
+        runs: list[list] = []
+        last = None
+        for ln in lines:
+            kind = _no_prose({"lines": [ln]})
+            if runs and kind == last:
+                runs[-1].append(ln)
+            else:
+                runs.append([ln])
+            last = kind
+        out += [{**b, "lines": run, "bbox": _union([ln["bbox"] for ln in run])} for run in runs]
+    return out
+
+
+def _union(boxes: list) -> tuple:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def page_rules(page) -> list[Rule]:
+    """The page's thin horizontal rules (fraction bars, radical overlines) as (x0, y, x1); none
+    on a page of more than MAX_PATHS paths (a plot or a drawing, whose formulas then read
+    without their bars, at a bounded cost)."""
+    out = []
+    drawings = page.get_cdrawings()
+    if len(drawings) > MAX_PATHS:
+        return out
+    for d in drawings:
+        for item in d.get("items", ()):
+            if item[0] == "l":
+                (px, py), (qx, qy) = item[1], item[2]
+                if abs(py - qy) <= RULE_MAX_HEIGHT and abs(qx - px) > 1:
+                    out.append((min(px, qx), (py + qy) / 2, max(px, qx)))
+            elif item[0] == "re":
+                x0, y0, x1, y1 = item[1]
+                if abs(y1 - y0) <= RULE_MAX_HEIGHT and abs(x1 - x0) > max(1, 2 * abs(y1 - y0)):
+                    out.append((min(x0, x1), (y0 + y1) / 2, max(x0, x1)))
+    return out
+
+
+def glyphs_of(lines: list) -> list[Glyph]:
+    """The glyphs of "rawdict" lines (spans without `chars` give none)."""
+    out = []
+    for ln in lines:
+        for s in ln.get("spans", ()):
+            font = base_font(s.get("font", ""))
+            for ch in s.get("chars", ()):
+                x0, y0, x1, y1 = ch.get("ink", ch["bbox"])
+                out.append(Glyph(ch["c"], x0, min(y0, y1), max(x0, x1), max(y0, y1), ch["origin"][1], s["size"], font))
+    return out
+
+
+def line_has_math(line: dict) -> bool:
+    return any(s.get("chars") and MATH_FONT.match(base_font(s.get("font", ""))) and s.get("text", "").strip()
+               for s in line.get("spans", ()))
+
+
+# ---- inline formulas -------------------------------------------------------------------------------
+def line_text(line: dict, rules: list[Rule] = ()) -> str:
+    """One "rawdict" line as text, each run of math in it written as `$...$`."""
+    glyphs = sorted(glyphs_of([line]), key=lambda g: g.x0)
+    if not glyphs:
+        return "".join(s.get("text", "") for s in line.get("spans", ()))
+    kinds = _kinds(glyphs)
+    out, i = [], 0
+    while i < len(glyphs):
+        if kinds[i] != "M":
+            out.append(glyphs[i].c)
+            i += 1
+            continue
+        j = i
+        while j < len(glyphs) and kinds[j] in "MS":
+            j += 1
+        run = [g for g in glyphs[i:j] if not g.c.isspace()]
+        trail = ""
+        while run and run[-1].c in ".,;:" and not run[-1].math:
+            trail = run.pop().c + trail  # a sentence's full stop after a formula is the sentence's
+        tex = to_latex(run, rules)
+        out.append(f"${tex}${trail}" if tex and _substantive(run) else "".join(g.c for g in glyphs[i:j]))
+        if j < len(glyphs) and glyphs[j - 1].c.isspace() and out[-1][-1:] != " ":
+            out.append(" ")
+        i = j
+    return "".join(out)
+
+
+def _kinds(glyphs: list[Glyph]) -> list[str]:
+    """Per glyph of a line: M (in a formula), S (a space inside one) or T (body text)."""
+    body = _body(glyphs)
+    size = body.size if body else max(g.size for g in glyphs)
+    line_base = body.base if body else statistics.median(g.base for g in glyphs)
+    raw = []
+    for g in glyphs:
+        if g.c.isspace():
+            raw.append(" ")
+        elif g.math and g.c not in DROP:
+            raw.append("M")
+        elif g.size < size * BASE_SIZE or abs(g.base - line_base) > size * SCRIPT_SHIFT:
+            raw.append("N")  # a script or a smaller glyph: a formula's, when next to one
+        elif not g.c.isalpha() and (g.c in OPERATORS or g.c.isdigit() or unicodedata.category(g.c) == "Sm"):
+            raw.append("N")
+        else:
+            raw.append("T")
+    _words_in_math(glyphs, raw)
+    kinds = ["T" if k in "N " else k for k in raw]
+    # a formula takes in its neutral neighbours and the spaces between its parts
+    for i, k in enumerate(raw):
+        if k != "M":
+            continue
+        for step in (-1, 1):
+            j = i + step
+            while 0 <= j < len(raw) and raw[j] in "N M":
+                if raw[j] == "M":
+                    break
+                if raw[j] == " ":
+                    nxt = next((raw[m] for m in range(j, len(raw) if step > 0 else -1, step) if raw[m] != " "), "T")
+                    if nxt == "T":
+                        break
+                    kinds[j] = "S"
+                else:
+                    kinds[j] = "M"
+                j += step
+    # brackets: a run that opens "(" without closing it gives the bracket back to the text
+    return kinds
+
+
+def _words_in_math(glyphs: list[Glyph], raw: list[str]) -> None:
+    """A short upright word between formula glyphs (sin, exp, lim, a \\text{...} label) is the
+    formula's, and so is an italic letter or two of a text font next to an operator or a script
+    (math set in a text font's italic, as mathptmx does). Words break where the font does."""
+    i = 0
+    while i < len(raw):
+        if raw[i] != "T":
+            i += 1
+            continue
+        j = i
+        while j < len(raw) and raw[j] == "T" and glyphs[j].font == glyphs[i].font:
+            j += 1
+        word = "".join(g.c for g in glyphs[i:j])
+        before = next((raw[k] for k in range(i - 1, -1, -1) if raw[k] != " "), "")
+        after = next((raw[k] for k in range(j, len(raw)) if raw[k] != " "), "")
+        tight = (i == 0 or raw[i - 1] != " ") and (j == len(raw) or raw[j] != " ")
+        italic = len(word) <= ITALIC_WORD and all(ITALIC_MATH_FONT.search(g.font) for g in glyphs[i:j])
+        near_op = any(_op_near(glyphs, raw, k, step) for k, step in ((i - 1, -1), (j, 1)))
+        if word.isalpha() and ((word in FUNCTIONS and (before == "M" or after == "M"))
+                               or (tight and before == "M" and after in "MN" and len(word) <= 4)
+                               or (italic and (before == "M" or after == "M" or near_op))):
+            raw[i:j] = ["M"] * (j - i)
+        i = j
+
+
+def _op_near(glyphs: list[Glyph], raw: list[str], k: int, step: int) -> bool:
+    """Whether the first glyph from `k` on (skipping spaces) is a math operator or in a math font."""
+    while 0 <= k < len(raw) and raw[k] == " ":
+        k += step
+    if not 0 <= k < len(raw):
+        return False
+    word = glyphs[k - step]
+    return raw[k] == "M" or glyphs[k].c in "=+−<>≤≥×·/∈→" or (raw[k] == "N" and glyphs[k].size < word.size * BASE_SIZE)
+
+
+def _body(glyphs: list[Glyph]) -> Glyph | None:
+    """A glyph of the line's body text (the most common size and baseline of non-math letters)."""
+    letters = [g for g in glyphs if g.c.isalpha() and not g.math]
+    if not letters:
+        return None
+    size = statistics.mode(round(g.size, 1) for g in letters)
+    same = [g for g in letters if round(g.size, 1) == size]
+    base = statistics.median(g.base for g in same)
+    return min(same, key=lambda g: abs(g.base - base))
+
+
+def _substantive(run: list[Glyph]) -> bool:
+    """Whether a run shows more than a bullet or a lone punctuation mark of a symbol font."""
+    return any(g.c.isalnum() or (g.c in SYMBOLS and g.c not in "•◦·") or g.c in "=+<>" for g in run)
+
+
+# ---- display formulas ------------------------------------------------------------------------------
+def is_display(lines: list) -> bool:
+    """Whether these "rawdict" lines are a display formula: most of their glyphs are math (math
+    fonts, scripts, operators, digits) and no run of body text is longer than a short word."""
+    total = math = 0
+    for ln in lines:
+        glyphs = sorted((g for g in glyphs_of([ln]) if not g.c.isspace()), key=lambda g: g.x0)
+        if glyphs:
+            total += len(glyphs)
+            math += sum(k == "M" for k in _kinds(glyphs)) if any(g.math for g in glyphs) else 0
+    if not math or math < DISPLAY_MATH_SHARE * total:
+        return False
+    text = " ".join(s.get("text", "") for ln in lines for s in ln.get("spans", ()))
+    return not re.search(r"[^\W\d_]{5,}\s+[^\W\d_]{3,}\s+[^\W\d_]{3,}", text)  # three words of prose
+
+
+def merge_display(blocks: list) -> list:
+    """The page's "rawdict" blocks with each display formula that MuPDF cut into several blocks
+    (a sum's limits, a fraction's numerator and denominator, an equation number) joined into
+    one, marked `formula`. Blocks without body text are joined when they touch and one is the
+    other's script or limit (smaller), a rule lies between them (a fraction), or one holds no
+    math glyph (a denominator of digits, an equation number); two formulas of full size one
+    under the other stay apart."""
+    texts = [b for b in blocks if b.get("type") == 0 and b.get("lines")]
+    if not any(line_has_math(ln) for b in texts for ln in b["lines"]):
+        return blocks
+    mathy = [b for b in texts if _no_prose(b)]
+    facts = {id(b): _facts(b) for b in mathy}
+    ink = {id(b): _union([(g.x0, g.y0, g.x1, g.y1) for g in glyphs_of(b["lines"])] or [b["bbox"]]) for b in mathy}
+    parent = {id(b): id(b) for b in mathy}
+
+    def find(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    rules = sorted({r for b in mathy for r in b.get("rules", ())})
+    for a in mathy:  # a script, a limit, a numerator, a number: to its nearest formula part that it belongs to
+        sa, ma = facts[id(a)]
+        near = []
+        for b in mathy:
+            sb = facts[id(b)][0]
+            box_a, box_b = ink[id(a)], ink[id(b)]
+            if b is a or not _touches(box_a, box_b, 0.8 * max(sa, sb)):
+                continue
+            if not ma or sa < sb * BASE_SIZE or _rule_between(a, b, rules) or _same_row(box_a, box_b, sa):
+                near.append((_gap(box_a, box_b), b))
+        if near:
+            b = min(near, key=lambda n: n[0])[1]
+            parent[find(id(a))] = find(id(b))
+    groups: dict[int, list] = {}
+    for b in mathy:
+        groups.setdefault(find(id(b)), []).append(b)
+    chosen = [g for g in groups.values() if any(is_display(b["lines"]) for b in g)]
+    if not chosen:
+        return blocks
+    first = {id(g[0]): g for g in chosen}
+    placed = {id(b) for g in chosen for b in g}
+    out = []
+    for b in blocks:
+        if id(b) in first:
+            group = first[id(b)]
+            lines = [ln for x in group for ln in x["lines"]]
+            out.append({**b, "bbox": _union([x["bbox"] for x in group]), "lines": lines,
+                        "rules": sorted({r for x in group for r in x.get("rules", ())}), "formula": True})
+        elif id(b) not in placed:
+            out.append(b)
+    return out
+
+
+def _same_row(a, b, size: float) -> bool:
+    """Side by side on one row: mostly the same height, at most a size apart."""
+    overlap = min(a[3], b[3]) - max(a[1], b[1])
+    return overlap >= 0.5 * min(a[3] - a[1], b[3] - b[1]) and max(a[0], b[0]) - min(a[2], b[2]) <= size
+
+
+def _gap(a, b) -> float:
+    """The distance between two boxes (0 when they overlap)."""
+    return max(0.0, max(a[0], b[0]) - min(a[2], b[2])) + max(0.0, max(a[1], b[1]) - min(a[3], b[3]))
+
+
+def _facts(block: dict) -> tuple[float, bool]:
+    """A block's largest glyph size (big operators aside) and whether it holds a math glyph."""
+    glyphs = [g for g in glyphs_of(block["lines"]) if not g.c.isspace()]
+    sizes = [g.size for g in glyphs] or [0.0]
+    return max(sizes), any(g.math for g in glyphs)
+
+
+def _rule_between(a: dict, b: dict, rules: list) -> bool:
+    top, bottom = (a, b) if a["bbox"][1] <= b["bbox"][1] else (b, a)
+    lo, hi = top["bbox"][3] - 3, bottom["bbox"][1] + 3
+    x0, x1 = max(a["bbox"][0], b["bbox"][0]), min(a["bbox"][2], b["bbox"][2])
+    return any(lo <= r[1] <= hi and r[0] <= x1 and r[2] >= x0 for r in rules)
+
+
+def _no_prose(block: dict) -> bool:
+    """A block of formula glyphs only: no word of body text in any of its lines (a function
+    name such as `lim` alone on a line is a formula's)."""
+    for ln in block["lines"]:
+        glyphs = sorted((g for g in glyphs_of([ln]) if not g.c.isspace()), key=lambda g: g.x0)
+        if not glyphs:
+            continue
+        kinds = _kinds(glyphs)
+        words = re.findall(r"[^\W\d_]+", "".join(g.c if k == "T" else " " for g, k in zip(glyphs, kinds)))
+        if any(w not in FUNCTIONS for w in words):
+            return False
+    return True
+
+
+def _touches(box, other, slack: float = 4.0) -> bool:
+    """Whether two boxes overlap or lie within `slack` points of each other."""
+    return (other[0] <= box[2] + slack and other[2] >= box[0] - slack and other[1] <= box[3] + slack
+            and other[3] >= box[1] - slack)
+
+
+def block_latex(lines: list, rules: list[Rule] = ()) -> str:
+    """A display formula's LaTeX from its lines' glyphs and the rules among them. Formulas set
+    one under another (rows that no tall delimiter spans: not a matrix or `cases`) are one
+    display each: `$$...$$` blocks one after another."""
+    glyphs = [g for g in glyphs_of(lines) if not g.c.isspace() and g.c not in DROP]
+    rows = _rows(glyphs, rules)
+    if len(rows) > 1 and not _spanned(rows):
+        tex = [_display(r, rules) for r in rows]
+        return "\n\n".join(f"$$\n{t}\n$$" for t in tex if t)
+    return _display(glyphs, rules)
+
+
+def _display(glyphs: list[Glyph], rules: list[Rule]) -> str:
+    glyphs, tag = _tag(glyphs)
+    tex = to_latex(glyphs, rules)
+    return f"{tex} \\tag{{{tag}}}" if tag and tex else tex
+
+
+def _spanned(rows: list[list[Glyph]]) -> bool:
+    """Whether a tall glyph (a brace, a bracket) reaches across rows: a matrix or cases."""
+    tops = [min(g.y0 for g in r) for r in rows]
+    bottoms = [max(g.y1 for g in r) for r in rows]
+    return any(g.y0 < bottoms[k] - 1 and g.y1 > tops[k + 1] + 1 for r in rows for g in r
+               for k in range(len(rows) - 1) if g.y1 - g.y0 > 1.8 * g.size)
+
+
+def _tag(glyphs: list[Glyph]) -> tuple[list[Glyph], str]:
+    """The glyphs without an equation number "(n)" set apart at the right, and the number."""
+    if len(glyphs) < 4:
+        return glyphs, ""
+    ordered = sorted(glyphs, key=lambda g: g.x0)
+    for k in range(len(ordered) - 3, max(len(ordered) - 8, 0), -1):
+        tail = ordered[k:]
+        text = "".join(g.c for g in tail)
+        gap = tail[0].x0 - max(g.x1 for g in ordered[:k])
+        if re.fullmatch(r"\((\d{1,3}(?:\.\d{1,3})?[a-z]?)\)", text) and gap >= TAG_GAP * tail[0].size:
+            return ordered[:k], text[1:-1]
+    return glyphs, ""
+
+
+# ---- the two-dimensional reader --------------------------------------------------------------------
+def to_latex(glyphs: list[Glyph], rules: list[Rule] = ()) -> str:
+    """LaTeX for glyphs laid out as a formula (and the thin rules among them)."""
+    glyphs = [g for g in glyphs if not g.c.isspace() and g.c not in DROP]
+    if not glyphs:
+        return ""
+    rows = _rows(glyphs, rules)
+    if len(rows) > 1:
+        return r"\begin{aligned}" + r" \\ ".join(_seq(r, rules) for r in rows) + r"\end{aligned}"
+    return _seq(glyphs, rules)
+
+
+def _rows(glyphs: list[Glyph], rules: list[Rule]) -> list[list[Glyph]]:
+    """Glyphs cut into rows where a horizontal gap runs across all of them (and no rule)."""
+    spans = sorted([(g.y0, g.y1) for g in glyphs if g.y1 - g.y0 < 3 * g.size])
+    if not spans:
+        return [glyphs]
+    cuts, top, bottom = [], spans[0][0], spans[0][1]
+    for y0, y1 in spans[1:]:
+        if y0 > bottom + 0.3 * max(g.size for g in glyphs) and not any(bottom <= r[1] <= y0 for r in rules):
+            cuts.append((bottom + y0) / 2)
+        bottom = max(bottom, y1)
+    if not cuts:
+        return [glyphs]
+    rows: list[list[Glyph]] = [[] for _ in range(len(cuts) + 1)]
+    for g in glyphs:
+        rows[sum(g.mid > c for c in cuts)].append(g)
+    return [r for r in rows if r]
+
+
+@dataclass
+class _Atom:
+    """A piece of a formula on its base line: a glyph, a word, a fraction or a radical."""
+
+    x0: float
+    x1: float
+    tex: str
+    glyph: Glyph | None = None
+    sub: str = ""
+    sup: str = ""
+
+
+def _seq(glyphs: list[Glyph], rules: list[Rule]) -> str:
+    if not glyphs:
+        return ""
+    glyphs = list(glyphs)
+    atoms: list[_Atom] = []
+    lo = min(g.y0 for g in glyphs) - 1
+    hi = max(g.y1 for g in glyphs) + 1
+    left, right = min(g.x0 for g in glyphs) - RULE_SLACK, max(g.x1 for g in glyphs) + RULE_SLACK
+    mine = sorted((r for r in rules if lo <= r[1] <= hi and r[0] >= left - 2 and r[2] <= right + 2),
+                  key=lambda r: r[0] - r[2])  # the widest first
+    used: set = set()
+    for r in mine:
+        if r in used:
+            continue
+        over = [g for g in glyphs if r[0] - RULE_SLACK <= g.cx <= r[2] + RULE_SLACK]
+        above = [g for g in over if g.mid < r[1]]
+        below = [g for g in over if g.mid > r[1]]
+        radical = _radical_of(glyphs, r)
+        if radical is not None:
+            inside = [g for g in below if g is not radical and g.x0 >= radical.x1 - RULE_SLACK]
+            index = [g for g in glyphs if g is not radical and g.x1 <= radical.x1 and g.cx < radical.cx
+                     and g.base < radical.base - 0.3 * radical.size and g.size < radical.size * BASE_SIZE]
+            inner = [x for x in mine if x is not r and x not in used and x[0] >= r[0] - 1 and x[2] <= r[2] + 1]
+            used.update(inner + [r])
+            tex = r"\sqrt" + (f"[{_seq(index, rules)}]" if index else "") + "{" + _seq(inside, inner) + "}"
+            atoms.append(_Atom(radical.x0, r[2], tex))
+            taken = set(map(id, inside + index + [radical]))
+            glyphs = [g for g in glyphs if id(g) not in taken]
+            continue
+        if not above or not below:
+            continue
+        inner = [x for x in mine if x is not r and x not in used and x[0] >= r[0] - 1 and x[2] <= r[2] + 1]
+        used.update(inner + [r])
+        num_rules = [x for x in inner if x[1] < r[1]]
+        den_rules = [x for x in inner if x[1] > r[1]]
+        atoms.append(_Atom(r[0], r[2], r"\frac{" + _seq(above, num_rules) + "}{" + _seq(below, den_rules) + "}"))
+        taken = set(map(id, over))
+        glyphs = [g for g in glyphs if id(g) not in taken]
+    glyphs = [g for g in glyphs if g.c != "√" or not atoms]  # a radical sign whose rule was not found stays
+    return _line(glyphs, atoms, rules)
+
+
+def _radical_of(glyphs: list[Glyph], r: Rule) -> Glyph | None:
+    """The radical sign whose overline `r` is: a √ (or a tall glyph of an extension font) ending where
+    the rule starts, its top at the rule."""
+    for g in glyphs:
+        if (g.c == "√" or (g.c in UNKNOWN and _extension(g.font))) and abs(g.x1 - r[0]) <= 2 + RULE_SLACK:
+            if g.y0 - 2.5 <= r[1] <= g.y0 + 0.5 * (g.y1 - g.y0):
+                return g
+    return None
+
+
+def _line(glyphs: list[Glyph], atoms: list[_Atom], rules: list[Rule]) -> str:
+    """Glyphs and finished atoms on one base line, with scripts and limits, as LaTeX."""
+    if not glyphs:
+        return "".join(a.tex for a in sorted(atoms, key=lambda a: a.x0))
+    top = max(g.size for g in glyphs if not _big(g)) if any(not _big(g) for g in glyphs) else glyphs[0].size
+    base_glyphs = [g for g in glyphs if g.size >= top * BASE_SIZE and not _big(g)]
+    baseline = statistics.median(g.base for g in base_glyphs) if base_glyphs else glyphs[0].base
+    glyphs = sorted(glyphs, key=lambda g: (g.x0, g.base))
+    # limits over and under big operators and lim/max/min
+    taken: set = set()
+    on_line = [g for g in glyphs if _big(g) or (g.size >= top * BASE_SIZE and abs(g.base - baseline) <= top * SCRIPT_SHIFT)]
+    for g in on_line:
+        if not _big(g):
+            continue
+        slack = 0.2 * g.size
+        lo = [h for h in glyphs if h is not g and id(h) not in taken and g.x0 - slack <= h.cx <= g.x1 + slack
+              and h.y0 >= g.y1 - 0.3 * h.size and h.size < top * BASE_SIZE + 0.01]
+        up = [h for h in glyphs if h is not g and id(h) not in taken and g.x0 - slack <= h.cx <= g.x1 + slack
+              and h.y1 <= g.y0 + 0.3 * h.size and h.size < top * BASE_SIZE + 0.01]
+        taken.update(map(id, lo + up))
+        atoms.append(_Atom(g.x0, g.x1, _token(g), g, _seq(lo, rules), _seq(up, rules)))
+        taken.add(id(g))
+    rest = [g for g in glyphs if id(g) not in taken]
+    # scripts apart; base-line glyphs become atoms (upright letters joined into words)
+    scripts: list[tuple[Glyph, str]] = []
+    on_base: list[Glyph] = []
+    for g in rest:
+        shift = baseline - g.base
+        small = g.size < top * BASE_SIZE
+        if small and shift > top * SCRIPT_SHIFT:
+            scripts.append((g, "sup"))
+        elif small and shift < -top * SUB_SHIFT:
+            scripts.append((g, "sub"))
+        else:
+            on_base.append(g)
+    word: list[Glyph] = []
+    for g in on_base + [None]:
+        if g is not None and _upright_letter(g) and (not word or g.x0 - word[-1].x1 <= 0.25 * g.size):
+            word.append(g)
+            continue
+        if word:
+            atoms.append(_Atom(word[0].x0, word[-1].x1, _word("".join(w.c for w in word), word[0]), word[0]))
+            word = []
+        if g is None:
+            break
+        if _upright_letter(g):
+            word.append(g)
+        else:
+            atoms.append(_Atom(g.x0, g.x1, _token(g), g))
+    atoms.sort(key=lambda a: a.x0)
+    # a lim/max's limit below it
+    for a in atoms:
+        if a.tex.lstrip("\\") in LIMIT_WORDS:
+            width = a.x1 - a.x0
+            below = [g for g, _ in scripts if a.x0 - width <= g.cx <= a.x1 + width and g.y0 >= baseline - 0.1 * top]
+            if below:
+                a.sub = _seq(below, rules)
+                scripts = [(g, k) for g, k in scripts if g not in below]
+    # scripts: each run of script glyphs goes to the atom it follows
+    groups: list[tuple[str, list[Glyph]]] = []
+    for g, kind in sorted(scripts, key=lambda s: s[0].x0):
+        if groups and groups[-1][0] == kind and g.x0 - max(h.x1 for h in groups[-1][1]) < 0.6 * g.size:
+            groups[-1][1].append(g)
+        else:
+            groups.append((kind, [g]))
+    for kind, members in groups:
+        x = min(g.x0 for g in members)
+        owner = [a for a in atoms if a.x0 <= x + 0.5]
+        if not owner:
+            atoms.append(_Atom(x, x, "{}", None, **{kind: _seq(members, rules)}))
+            atoms.sort(key=lambda a: a.x0)
+            continue
+        a = max(owner, key=lambda a: a.x0)
+        tex = _seq(members, rules)
+        setattr(a, kind, (getattr(a, kind) + tex) if getattr(a, kind) else tex)
+    for a in atoms:
+        if a.glyph is not None and a.glyph.c in UNKNOWN and _big(a.glyph):
+            a.tex = _unnamed(a)
+    return _join(atoms)
+
+
+def _unnamed(a: _Atom) -> str:
+    """An extension font's glyph without a Unicode value, by its width and what it carries: a wide
+    one is a sum, a narrow one with limits or scripts an integral; a bare one (a big delimiter)
+    is dropped."""
+    g = a.glyph
+    if g.x1 - g.x0 >= 0.9 * g.size:
+        return r"\sum"
+    return r"\int" if a.sub or a.sup else ""
+
+
+def _join(atoms: list[_Atom]) -> str:
+    out = ""
+    for a in atoms:
+        piece = a.tex
+        if a.sub:
+            piece += "_{" + a.sub + "}"
+        if a.sup and not a.sup.replace(r"\prime", "").strip():
+            piece += "'" * a.sup.count(r"\prime")
+        elif a.sup:
+            piece += "^{" + a.sup + "}"
+        if out and re.search(r"\\[A-Za-z]+$", out) and re.match(r"[A-Za-z0-9]", piece):
+            out += " "
+        out += piece
+    return out
+
+
+def _big(g: Glyph) -> bool:
+    return g.c in BIG_OPS or (g.c in UNKNOWN and _extension(g.font))
+
+
+def _extension(font: str) -> bool:
+    """A math extension font (big operators, delimiters and radicals): CMEX, LMMathExtension, txex..."""
+    return bool(re.search(r"EX\d|Extension|[a-z]xex|-Ex(?:-|$)|EUEX", font, re.IGNORECASE))
+
+
+def _upright_letter(g: Glyph) -> bool:
+    """An ASCII letter set upright: in a text font, or in a Unicode math font (which has its italics apart)."""
+    if not ("a" <= g.c.lower() <= "z"):
+        return False
+    if _font_style(g.font) or SYMBOL_FONT.search(g.font):
+        return False
+    if MATH_FONT.match(g.font):  # a Unicode math font has its italics apart: its ASCII letters are upright
+        return "MATH" in g.font.upper() and not ITALIC_MATH_FONT.search(g.font)
+    return not ITALIC_MATH_FONT.search(g.font)
+
+
+def _font_style(font: str) -> str:
+    for pattern, style in FONT_STYLE:
+        if pattern.search(font):
+            return style
+    return ""
+
+
+def _word(text: str, first: Glyph) -> str:
+    if text in FUNCTIONS:
+        return "\\" + ("operatorname{" + text + "}" if text in ("Pr", "mod") else text)
+    if len(text) == 1:
+        return r"\mathrm{" + text + "}"
+    return r"\mathrm{" + text + "}"
+
+
+def _token(g: Glyph) -> str:
+    """One glyph as LaTeX."""
+    c = g.c
+    style = _font_style(g.font)
+    if style and c.isascii() and c.isalpha():
+        return f"\\{style}{{{c}}}"
+    if c in SYMBOLS:
+        return SYMBOLS[c]
+    if c.isascii():
+        if SYMBOL_FONT.search(g.font) and c.isupper():
+            return rf"\mathcal{{{c}}}"
+        return c
+    name = unicodedata.name(c, "")
+    if name.startswith("MATHEMATICAL ") and "DIGIT" in name:
+        return str(unicodedata.digit(c, "")) if unicodedata.digit(c, None) is not None else ""
+    if name.startswith("MATHEMATICAL "):
+        letter = name.split()[-1]
+        base = letter if len(letter) == 1 else _GREEK_NAMES.get(letter.lower(), "")
+        if len(letter) == 1 and "SMALL" in name:
+            base = letter.lower()
+        if not base:
+            return ""
+        for key, style in _STYLES:
+            if key in name:
+                return f"\\{style}{{{base}}}" if style else base
+        return base
+    if unicodedata.category(c) == "Co" or c == "\ufffd":
+        return ""  # a private-use code: the font says nothing of what it shows
+    return c
