@@ -155,6 +155,9 @@ def test_each_page_says_where_its_text_comes_from_and_warns_of_low_confidence():
         assert bool(needs_vlm(row)) == warned and (score >= LOW_OCR_CONFIDENCE) != warned
 
 
-def test_a_scan_ocr_read_nothing_on_goes_to_the_vlm():
-    assert needs_vlm(PageMarkdown("", "ocr", 0)) == "OCR read no text on a page that shows an image or drawings"
-    assert needs_vlm(PageMarkdown("", "empty", 0)) == "" and needs_vlm(PageMarkdown("", "text_layer", 0)) == ""
+def test_a_scan_ocr_wrote_no_text_for_goes_to_the_vlm():
+    why = "OCR wrote no text on a page that shows an image or drawings"
+    assert needs_vlm(PageMarkdown("", "ocr", 0)) == why  # handwriting OCR could not see
+    assert needs_vlm(PageMarkdown(f"{FIGURE}\n\n{FIGURE}", "ocr", 22, ocr_confidence=0.99)) == why  # only figures
+    assert needs_vlm(PageMarkdown(f"{FIGURE}\n\nFigure 2: the yield.", "ocr", 30, ocr_confidence=0.99)) == ""
+    assert needs_vlm(PageMarkdown("", "empty", 0)) == "" and needs_vlm(PageMarkdown(FIGURE, "text_layer", 11)) == ""

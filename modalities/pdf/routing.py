@@ -5,8 +5,8 @@ stay as the CPU read them (`recipes/pdf_to_markdown_routed.yaml`).
   not (every reason that applies, joined by "; "). It reads the page's attributes: OCR
   confidence, text quality, whether the page has an equation, whether it has a table that came
   out unstructured. A field that was not measured (None) never routes a page; a page routed to
-  OCR (it shows an image or drawings) whose Markdown came out empty does (handwriting RapidOCR
-  cannot see, a photo to describe).
+  OCR (it shows an image or drawings) whose Markdown has no text, only figures or nothing, does
+  (handwriting RapidOCR cannot see or reads as scraps, a photo, a chart to describe).
 - `Router` is the rule as a map stage with its thresholds as `init` (set them with `--set`).
 - `vlm_pages` is the expand from a checked page to 0 children (it stays on CPU) or 1 (itself,
   to render and read with the VLM pool, batched with the other documents' routed pages).
@@ -45,6 +45,7 @@ NEVER = ("empty",)  # a blank page has nothing for a VLM to read, whatever the t
 
 MARKDOWN_TABLE = re.compile(r"^\|.*\|\s*\n\|[\s:|-]*-[\s:|-]*\|\s*$", re.MULTILINE)  # a header row, then |---|
 HTML_TABLE = re.compile(r"<table[\s>]", re.IGNORECASE)
+IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")  # a figure's placeholder, ![figure]()
 
 
 def has_structured_table(markdown: str) -> bool:
@@ -65,8 +66,8 @@ def needs_vlm(page: PageMarkdown, *, min_ocr_confidence: float = MIN_OCR_CONFIDE
         why.append(f"route {page.route} always goes to the VLM")
     if page.ocr_confidence is not None and page.ocr_confidence < min_ocr_confidence:
         why.append(f"ocr confidence {page.ocr_confidence:.2f} < {min_ocr_confidence:.2f}")
-    if page.route == "ocr" and not page.markdown.strip():  # OCR routes no blank page: it shows something
-        why.append("OCR read no text on a page that shows an image or drawings")
+    if page.route == "ocr" and not IMAGE.sub("", page.markdown).strip():  # an OCR page is never blank
+        why.append("OCR wrote no text on a page that shows an image or drawings")
     if page.text_quality is not None and page.text_quality < min_text_quality:
         why.append(f"text quality {page.text_quality:.2f} < {min_text_quality:.2f}")
     if equations and page.has_equation and not page.equation_latex:
