@@ -8,6 +8,7 @@ the two that stay figures: a photo with a sign in it and a bar chart. Plus the p
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pyarrow.parquet as pq
 import pytest
@@ -153,6 +154,8 @@ def test_each_page_says_where_its_text_comes_from_and_warns_of_low_confidence():
         assert row.reason == ("no text layer; low OCR confidence 0.62 (< 0.90): misread words likely" if warned
                               else "no text layer"), row.reason
         assert bool(needs_vlm(row)) == warned and (score >= LOW_OCR_CONFIDENCE) != warned
+        (again,) = page_markdown([(replace(scan, text_reason=row.reason), [], [region])])  # curate rerun
+        assert again.reason == row.reason
 
 
 def test_a_scan_ocr_wrote_no_text_for_goes_to_the_vlm():

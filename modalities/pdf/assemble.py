@@ -75,6 +75,7 @@ MARKUP = re.compile(r"<[^<>\n]{1,200}>|-{3,}|[|#*`$]")  # HTML tags, table rules
 OCR_SOURCE = "rapidocr"
 SIZE_TOLERANCE = 0.5  # points: heading sizes this close are one font (rounding, a scaled page)
 SAME_FIGURE = 0.5  # share of a text-layer figure's box an OCR-read image must cover to be that figure
+LOW_CONFIDENCE_NOTE = re.compile(r"; low OCR confidence [^;]*")  # _reason's warning, in a recorded reason
 MAX_LEVEL = 6  # Markdown's deepest heading
 TITLE_MIN_WORDS = 2  # the document's title has words; "Redpaper" (70 pt) is a brand
 MIN_TITLE_CHARS = 3  # a shorter /Title names nothing
@@ -169,10 +170,12 @@ def text_source(page: PageRecord, route: str, regions: list[RegionRecord]) -> st
 
 
 def _reason(page: PageRecord, confidence: float | None) -> str:
-    """The text layer's verdict, and a warning when OCR read the page with low confidence."""
+    """The text layer's verdict, and a warning when OCR read the page with low confidence (a
+    page read again, `curate rerun`, keeps its recorded reason without its old warning)."""
+    reason = LOW_CONFIDENCE_NOTE.sub("", page.text_reason)
     if confidence is None or confidence >= LOW_OCR_CONFIDENCE:
-        return page.text_reason
-    return f"{page.text_reason}; low OCR confidence {confidence:.2f} (< {LOW_OCR_CONFIDENCE:.2f}): misread words likely"
+        return reason
+    return f"{reason}; low OCR confidence {confidence:.2f} (< {LOW_OCR_CONFIDENCE:.2f}): misread words likely"
 
 
 def page_layout(page: PageRecord, regions: list[RegionRecord]) -> tuple[dict, ...]:
