@@ -12,7 +12,9 @@ one paragraph (`words.join_lines`). Then:
   number in a margin is a `page_number`. This is the convention of every page kind, scans too
   (`scan_layout`), and the eval's (olmOCR-Bench's): running heads, footers of any number of
   lines (a copyright line, a letterhead's registered office), page numbers and margin stamps
-  are absent; what the model calls text at the page's foot (a letter's sign-off) stays;
+  are absent; what the model calls text at the page's foot (a letter's sign-off) stays, and so
+  does a "header" that ends a sentence begun on the previous page (`continues_sentence`: the
+  model calls the short end of a carried-over paragraph at a page's top a page-header);
 - a table's content comes from its cells (`tables.table_content`); a picture is a `figure`
   placeholder, and the text drawn inside it (axis labels, a diagram's words) is not body text;
 - a text box set in a monospaced font is `code` (fenced, line by line) only when its lines, or
@@ -48,6 +50,8 @@ SIDE_ZONE = 0.12  # left and right share of the page where a vertical stamp is a
 TITLE_KEEP_RATIO = 0.9  # a `title` box under this share of the page's largest title's size is text
 FIGURE_MAX_TEXT = 0.5  # a picture whose text lines cover this share of its box is text (labels cover little)
 SECTION_LEVEL_RATIO = 1.3  # a section header this much above the body size is level 2, else 3
+SENTENCE_END = (".", "!", "?", "\u2026")  # how a paragraph carried over from the previous page ends
+CLOSERS = " \"')]\u201d\u2019\u00bb"  # quotes and brackets that may follow a sentence's end
 
 
 def layout_regions(page: Any, mod: Any, boxes: list, skip: tuple = (), blocks: list | None = None,
@@ -231,7 +235,8 @@ def paratext_kind(kind: str, bbox, text: str, turned: bool, size: tuple[float, f
     """The kind of a region by its class and position (see the docstring), in any upright frame
     of `size` (width, height: points of the page as shown, or pixels of an upright scan), whose
     body spans `edges` (top, bottom): a header is in the top `EDGE_ZONE` or above all of the
-    body, a footer likewise at the bottom, elsewhere they are text; a lone page number in either
+    body, a footer likewise at the bottom, elsewhere they are text (and so is a header that
+    ends a sentence begun on the previous page: `continues_sentence`); a lone page number in either
     zone is a `page_number`; `turned` text (across the page's own direction) in a side margin
     is a margin note (`aside`)."""
     (width, height) = size
@@ -243,10 +248,19 @@ def paratext_kind(kind: str, bbox, text: str, turned: bool, size: tuple[float, f
     if (top or bottom) and rules.PAGE_NUMBER.match(text):
         return "page_number"
     if kind == "header":
-        return "header" if top else "text"
+        return "header" if top and not continues_sentence(text) else "text"
     if kind == "footer":
         return "footer" if bottom else "text"
     return kind
+
+
+def continues_sentence(text: str) -> bool:
+    """Whether a text is the end of a sentence begun before it (the last words of a paragraph
+    carried over from the previous page): its first letter is small, it ends a sentence, and it
+    has two words at least. A running head is a title ("THE SIEGE OF VICKSBURG.", "Row and
+    Column Access ..."), a reference ("Journal of ... 41-49", "arXiv:2203.00274v2") or an address."""
+    first = next((c for c in text if c.isalpha()), "")
+    return first.islower() and len(text.split()) >= 2 and text.rstrip(CLOSERS).endswith(SENTENCE_END)
 
 
 def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]:
