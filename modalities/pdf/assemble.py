@@ -134,7 +134,8 @@ def _page(page: PageRecord, regions: list[RegionRecord]) -> PageMarkdown:
     confidence = ocr_confidence(regions)
     return PageMarkdown(markdown=markdown, route=route, chars=len(markdown), regions=len(regions),
                         seconds=round(sum(r.seconds for r in regions), 6), width_pt=page.width_pt,
-                        height_pt=page.height_pt, reason=_reason(page, confidence), language=language,
+                        height_pt=page.height_pt, reason=_reason(page, confidence) + layout_note(regions),
+                        language=language,
                         language_score=language_score, rotation=_rotation(page, regions),
                         has_table=any((r.kind == "table" and (r.content or "").strip()) or r.label == "table"
                                       for r in regions),
@@ -167,6 +168,13 @@ def text_source(page: PageRecord, route: str, regions: list[RegionRecord]) -> st
                                      for r in regions):
         return "mixed"
     return SOURCE_OF_ROUTE[route]
+
+
+def layout_note(regions: list[RegionRecord]) -> str:
+    """What the layout pool says of how it read the page, for its `reason` ("; layout: skipped
+    (single column, ...)" where it read it by the rules: layout.Layout; "" when it says nothing)."""
+    note = next((r.note for r in regions if r.note), "")
+    return f"; {note}" if note else ""
 
 
 def _reason(page: PageRecord, confidence: float | None) -> str:

@@ -33,10 +33,19 @@ from curate.modalities.pdf.textlayer import route_of
 from curate.errors import StageSetupError
 
 MODELS = ("pymupdf", "rules")
+# skip: "auto" runs the model only on pages whose Markdown it would change (layout_skip.decide:
+# columns, tables, figures, formulas, running heads...) and reads the others by the rules, as
+# plain as they are (docs/benchmarks.md, "Layout only where it pays"); "never" runs it on every
+# page but the plain ones (`plain_page`)
+SKIPS = ("auto", "never")
+DEFAULT_SKIP = "auto"
 # PyMuPDF layout's feature sets (models in its wheel): "imf+rf" (its default: an image CNN's
 # features and the text boxes' own) and "rf" (the boxes' features only, about a seventh of the
-# cost a page; docs/benchmarks.md, "PDF layout on CPU")
-FEATURES = ("imf+rf", "rf")
+# cost a page; docs/benchmarks.md, "PDF layout on CPU"); "auto" takes imf+rf on a page with an
+# image or formulas (`layout_skip.image_features`: there rf misses running heads and titles, or
+# its formula boxes take in text) and rf on the others, where both read the same
+# (docs/benchmarks.md, "Layout only where it pays")
+FEATURES = ("imf+rf", "rf", "auto")
 _MODELS: dict = {}  # (threads, features) -> the loaded model, one per process
 PLAIN_MAX_DRAWINGS = 2  # vector paths a plain page may have (a rule under a header, a frame)
 ITALIC = 2  # PyMuPDF span flag
@@ -52,17 +61,19 @@ class Layout:
     default_resources = {"num_cpus": 0.25}  # actors hold their CPUs for the run: fractions let pools share cores
 
     def __init__(self, model: str = "pymupdf", features: str = DEFAULT_FEATURES, tables: str = "lines",
-                 threads: int = DEFAULT_THREADS,
+                 threads: int = DEFAULT_THREADS, skip: str = DEFAULT_SKIP,
                  cache_docs: int = DEFAULT_CACHE_DOCS, figure_images: bool = False, figure_dpi: float = DEFAULT_DPI,
                  device: str = "cpu", batch_size: int | None = None):
         if model not in MODELS:
             raise ValueError(f"model={model!r}; one of {', '.join(MODELS)}, e.g. model: pymupdf")
         if features not in FEATURES:
             raise ValueError(f"features={features!r}; one of {', '.join(FEATURES)}, e.g. features: {DEFAULT_FEATURES}")
+        if skip not in SKIPS:
+            raise ValueError(f"skip={skip!r}; one of {', '.join(SKIPS)}, e.g. skip: {DEFAULT_SKIP}")
         if not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads={threads!r}; give a whole number >= 1, e.g. threads: 1")
         self.mod = pymupdf()
-        self.model, self.features, self.tables = model, features, tables
+        self.model, self.features, self.tables, self.skip = model, features, tables, skip
         self.device, self.batch_size = device, batch_size
         self.cache = DocumentCache(cache_docs)
         self.threads = threads  # the model loads with the first page that needs it: a plain corpus never does
@@ -93,15 +104,41 @@ class Layout:
             # read once, for the plain-page test and whichever path then builds the regions
             # (with each glyph on a page that uses a math font: formulas.page_blocks)
             blocks, drawings = page_blocks(page, text_flags(self.mod)), page.get_cdrawings()
-            if self.model == "rules" or plain_page(page, self.mod, blocks, drawings):
+            skip, features, why = self._plan(page, blocks, drawings)
+            if skip:
                 found = page_regions(page, self.mod, self.tables, record.ocr_boxes, blocks, drawings)
             else:
                 from curate.modalities.pdf.layout_regions import layout_regions
 
-                boxes = _layout_model(self.threads, self.features).predict(page)
+                boxes = _layout_model(self.threads, features).predict(page)
                 found = layout_regions(page, self.mod, list(boxes or []), record.ocr_boxes, blocks, drawings)
+        if why:
+            found = [replace(r, note=why) for r in found]
         share = (time.perf_counter() - start) / max(len(found), 1)
         return [replace(r, seconds=share) for r in found]
+
+    def _plan(self, page, blocks: list, drawings: list) -> tuple[bool, str, str]:
+        """(skip the model?, the feature set to run it with, the note for the page's reason). The
+        model is skipped on a plain page, and (skip: auto) on one where `layout_skip.decide`
+        finds nothing it would read differently from the rules; features "auto" takes imf+rf
+        on a page with an image or formulas, rf on the others."""
+        if self.model == "rules":
+            return True, "", ""
+        if plain_page(page, self.mod, blocks, drawings):  # skipped before there was a skip test: no note
+            return True, "", ""
+        facts = None
+        if self.skip == "auto" or self.features == "auto":
+            from curate.modalities.pdf.layout_skip import decide
+
+            facts = page_facts(page, blocks, drawings)
+            decision = decide(facts)
+            if self.skip == "auto" and decision.skip:
+                return True, "", f"layout: skipped ({decision.why})"
+        if self.features != "auto":
+            return False, self.features, ""
+        from curate.modalities.pdf.layout_skip import image_features
+
+        return False, "imf+rf" if image_features(facts) else "rf", ""
 
     def _guard(self, record: PageRecord):
         return guarded(self.mod, self._regions, record)
@@ -127,6 +164,16 @@ def plain_page(page, mod, blocks: list | None = None, drawings: list | None = No
                     if len(styles) > 1:
                         return False
     return True
+
+
+def page_facts(page, blocks: list, drawings: list):
+    """The skip test's facts of a pymupdf.Page (`layout_skip.facts`), from its "dict" `blocks`
+    and `get_cdrawings()`, which the pool reads anyway, and its image boxes."""
+    from curate.modalities.pdf.layout_skip import facts
+
+    box = page.cropbox
+    return facts(blocks, len(drawings), [tuple(i["bbox"]) for i in page.get_image_info()], box.width, box.height,
+                 page.rotation % 360)
 
 
 def _layout_model(threads: int, features: str):

@@ -153,6 +153,7 @@ class RegionRecord:
     orientation: int = 0  # degrees OCR found its content turned clockwise (it read it turned back)
     label: str = ""  # the layout model's class for its box ("table", "page-header", ...); "" when none labelled it
     whole_page: bool = False  # the full page of a scan (regions.scan_regions): OCR's layout cuts it into regions
+    note: str = ""  # how its page was read, for the page's `reason` ("layout: skipped (...)": layout.Layout)
 
     def __post_init__(self):
         if self.kind not in REGION_KINDS:
