@@ -116,3 +116,22 @@ def test_unicode_math_alphabet_and_upright_words():
 
 def test_private_use_glyphs_are_dropped_not_invented():
     assert F.to_latex([_g("\ue23b", 0, 100, font="STIXMathCalligraphy"), _g("x", 6, 100)]) == "x"
+
+
+def test_tall_inline_formulas_keep_their_row_and_the_prose_around_them():
+    """MuPDF cuts a row with an inline integral or sum into lines of other blocks (its limits, the
+    rest of the formula): the row is read back whole, the prose on either side unbroken."""
+    md = _markdown("inline")
+    assert r"the integral $\int_{-\infty}^{\infty}f(x)dx=$" in md
+    assert r"holds a fraction $\frac{a}{b}$ written inline and a sum $\sum_{k=1}^{n}k^{2}$ between plain words" in md
+    assert "Another paragraph has no formula at all, only words that read in order." in md
+    assert md.index("Several words come first") < md.index("1 sits in the middle") < md.index("the paragraph ends here")
+
+
+def test_accents_and_a_fraction_over_a_radical():
+    md = _markdown("accents")
+    found = _found(md)
+    for tex in (r"\hat{x}", r"\bar{y}", r"\tilde{z}_{i}"):
+        assert math_key(tex) in found, (tex, sorted(found))
+    want = r"\bar{A}=\frac{QK^{\top}}{\sqrt{d_{K}}},A=\bar{A}+\hat{A}"
+    assert math_key(want) in {math_key(e.replace(r"\tag{1}", "")) for e in equations(md)}, sorted(found)

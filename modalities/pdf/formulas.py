@@ -57,7 +57,14 @@ SUB_SHIFT = 0.05  # ...subscripts sit closer to the base line than superscripts
 BASE_SIZE = 0.85  # of the largest size: glyphs at least this large are on the base line
 MAX_PATHS = 20_000  # a page with more vector paths is a drawing: its rules are not read for formulas
 RULE_MAX_HEIGHT = 1.5  # points: a fraction bar or a radical's overline is thinner than this
+RULE_REACH = 6.0  # points: a rule this near a block (above or below) may be its fraction's bar
 RULE_SLACK = 1.0  # points: a glyph's centre this far outside a rule's span still belongs to it
+ROW_LETTERS = 3  # letters of a text font that make a line prose (its baseline a row's)
+ROW_GAP = 0.6  # of the size: prose pieces of one row lie at most this far apart (columns lie farther)
+ROW_FRAGMENT_GAP = 1.0  # of the size: a formula fragment's glyph at most this far right of a row joins it
+ROW_REACH = 0.6  # of the size: a formula fragment's glyph joins a row whose baseline is this near
+AXIS = 0.25  # of the size: the math axis (where big operators are centred) above the baseline
+ROW_SPACE = 0.2  # of the size: a gap this wide between two pieces of a row is a space
 ITALIC_WORD = 2  # letters: an italic word this short next to an operator is a formula's (mathptmx's x, mc)
 DISPLAY_MATH_SHARE = 0.6  # of a block's glyphs: a block this much math is a display formula
 TAG_GAP = 2.0  # of the size: an "(n)" this far right of a display formula is its equation number
@@ -66,6 +73,8 @@ FUNCTIONS = frozenset("sin cos tan cot sec csc arcsin arccos arctan sinh cosh ta
 BIG_OPS = frozenset("∑∏∐⋃⋂⨁⨂⨀⨄⋁⋀∫∬∭∮")
 LIMIT_WORDS = frozenset("lim liminf limsup max min sup inf det gcd Pr".split())
 OPERATORS = set("=+-−×÷±∓<>≤≥≠≈≡∼≃≅∝→←↔⇒⇐⇔↦∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∂∇∞·⋅∘⊗⊕/|‖()[]{}⟨⟩,;:!'′″*^_.")
+ACCENTS = {"¯": "bar", "ˉ": "bar", "ˆ": "hat", "^": "hat", "˜": "tilde", "~": "tilde", "˙": "dot", "¨": "ddot",
+           "ˇ": "check", "´": "acute", "`": "grave", "˘": "breve", "\u20d7": "vec"}
 UNKNOWN = "\ufffd"  # a glyph without a Unicode value (CMEX's big symbols in most TeX output)
 DROP = set("\u200b\u2061\u2062\u2063")  # invisible times, function application: nothing to show
 
@@ -132,8 +141,9 @@ class Glyph:
 
     @property
     def mid(self) -> float:
-        """Its visual middle: half an x-height above the baseline (a big delimiter's box centre)."""
-        if self.y1 - self.y0 > 2 * self.size or (self.c in UNKNOWN and _extension(self.font)):
+        """Its visual middle: half an x-height above the baseline (the box centre of a big
+        delimiter or a radical sign, which hang from their origin)."""
+        if self.y1 - self.y0 > 2 * self.size or self.c == "√" or (self.c in UNKNOWN and _extension(self.font)):
             return (self.y0 + self.y1) / 2
         return self.base - 0.25 * self.size
 
@@ -174,7 +184,7 @@ def page_blocks(page, flags: int) -> list:
     for b in blocks:
         if b.get("type") == 0:
             x0, y0, x1, y1 = b["bbox"]
-            b["rules"] = [r for r in rules if r[0] < x1 and r[2] > x0 and y0 - 2 <= r[1] <= y1 + 2]
+            b["rules"] = [r for r in rules if r[0] < x1 and r[2] > x0 and y0 - RULE_REACH <= r[1] <= y1 + RULE_REACH]
     return blocks
 
 
@@ -195,45 +205,114 @@ def _add_ink(blocks: list, inked: list) -> None:
 
 
 def _join_rows(blocks: list) -> list:
-    """Lines that MuPDF cut off a formula's row (a subscript under a superscript, the rest of a
-    formula after it) joined back to the line they continue: a line that starts within or just
-    after the end of a line with math, on the same row."""
-    lines = [ln for b in blocks if b.get("type") == 0 for ln in b.get("lines", ())]
-    gone: set = set()
-    for ln in lines:
-        if id(ln) in gone or not line_has_math(ln):
-            continue
-        glyphs = glyphs_of([ln])
-        if not glyphs:
-            continue
-        mine = ln["bbox"]
-        size = max(g.size for g in glyphs)
-        last = max(glyphs, key=lambda g: g.x1)
-        base = statistics.median(g.base for g in glyphs if g.size == size)
-        for other in lines:
-            box = other["bbox"]
-            if other is ln or id(other) in gone or not other.get("spans") or box[1] > mine[3] or box[3] < mine[1]:
+    """The page's text lines rebuilt as the rows a reader sees. MuPDF cuts a row with a tall
+    inline formula into several lines, often in other blocks (an integral's limits, the rest of
+    the formula, the words after it): prose lines (`ROW_LETTERS` letters of a text font at
+    least) on one baseline that follow each other within `ROW_GAP` sizes are one row, and the
+    glyphs of the other lines (formula fragments) join the row whose baseline is nearest, within
+    `ROW_REACH` sizes, when they lie over it. Each row is one line (a span per glyph, a space
+    where two pieces meet with a gap), in the block of its first piece."""
+    text = [b for b in blocks if b.get("type") == 0]
+    anchors, fragments = [], []
+    for b in text:
+        for ln in b.get("lines", ()):
+            if ln.get("wmode", 0) or abs(ln.get("dir", (1, 0))[0]) < 0.99:
+                continue  # vertical and turned lines stay as MuPDF read them
+            chars = [(s, ch) for s in ln.get("spans", ()) for ch in s.get("chars", ()) if ch["c"].strip()]
+            if not chars:
                 continue
-            if not last.x0 - 1 <= box[0] <= mine[2] + 0.6 * size:
-                continue
-            overlap = min(box[3], mine[3]) - max(box[1], mine[1])
-            first = min(glyphs_of([other]) or [None], key=lambda g: g.x0 if g else 0)
-            if (first is not None and overlap >= 0.3 * min(box[3] - box[1], mine[3] - mine[1])
-                    and abs(first.base - base) <= 0.5 * size and (first.math or first.size < size * BASE_SIZE)):
-                ln["spans"] = ln["spans"] + other["spans"]
-                ln["bbox"] = (min(mine[0], box[0]), min(mine[1], box[1]), max(mine[2], box[2]), max(mine[3], box[3]))
-                gone.add(id(other))
-    if not gone:
+            letters = [(s, ch) for s, ch in chars if ch["c"].isalpha() and not MATH_FONT.match(base_font(s["font"]))]
+            if len(letters) >= ROW_LETTERS:
+                size = statistics.median(s["size"] for s, _ in letters)
+                body = [ch["origin"][1] for s, ch in letters if s["size"] >= size * BASE_SIZE]
+                anchors.append({"block": b, "line": ln, "base": statistics.median(body), "size": size,
+                                "x0": ln["bbox"][0], "x1": ln["bbox"][2]})
+            else:
+                fragments.append((b, ln))
+    if not anchors or (not fragments and len(anchors) == len({id(a["block"]) for a in anchors}) and
+                       all(len(a["block"]["lines"]) == 1 for a in anchors)):
         return blocks
+    # anchors on one baseline, one after the other: one row
+    anchors.sort(key=lambda a: (round(a["base"]), a["x0"]))
+    rows: list[dict] = []
+    for a in sorted(anchors, key=lambda a: a["x0"]):
+        row = next((r for r in rows if abs(r["base"] - a["base"]) <= SCRIPT_SHIFT * 2 * r["size"]
+                    and -a["size"] <= a["x0"] - r["x1"] <= ROW_GAP * r["size"]), None)
+        if row is None:
+            rows.append({"base": a["base"], "size": a["size"], "x0": a["x0"], "x1": a["x1"], "pieces": [a["line"]],
+                         "block": a["block"]})
+        else:
+            row["pieces"].append(a["line"])
+            row["x1"] = max(row["x1"], a["x1"])
+    if not fragments and all(len(r["pieces"]) == 1 for r in rows):
+        return blocks
+    # fragments: their glyphs to the nearest row over which they lie
+    moved: dict = {}
+    loose = sorted(((s, ch, ln) for _, ln in fragments for s in ln.get("spans", ()) for ch in s.get("chars", ())),
+                   key=lambda t: t[1]["bbox"][0])
+    for s, ch, ln in loose:  # left to right: a row grows as a formula's glyphs join it
+        x = (ch["bbox"][0] + ch["bbox"][2]) / 2
+        if ch["c"] in UNKNOWN and _extension(base_font(s["font"])):  # a big operator, centred on the math axis
+            ink = ch.get("ink", ch["bbox"])
+            y, reach = (ink[1] + ink[3]) / 2 + AXIS * s["size"], 2 * ROW_REACH
+        else:
+            y, reach = ch["origin"][1], ROW_REACH
+        near = [r for r in rows if r["x0"] - r["size"] <= x <= r["x1"] + ROW_FRAGMENT_GAP * r["size"]
+                and abs(y - r["base"]) <= reach * r["size"]]
+        if near:
+            row = min(near, key=lambda r: abs(y - r["base"]))
+            moved.setdefault(id(row), []).append((s, ch))
+            moved.setdefault(("gone", id(ln)), []).append(ch)
+            row["x1"] = max(row["x1"], ch["bbox"][2])
+    out_lines: dict[int, list] = {}
+    taken = set()
+    for row in rows:
+        glyphs = [(s, ch) for piece in row["pieces"] for s in piece.get("spans", ()) for ch in s.get("chars", ())]
+        glyphs += moved.get(id(row), [])
+        if len(row["pieces"]) == 1 and not moved.get(id(row)):
+            out_lines.setdefault(id(row["block"]), []).append(row["pieces"][0])
+            continue
+        taken.update(id(p) for p in row["pieces"])
+        out_lines.setdefault(id(row["block"]), []).append(_row_line(glyphs, row["pieces"][0]))
+    gone_chars = {id(ch) for key, chars in moved.items() if isinstance(key, tuple) for ch in chars}
     out = []
     for b in blocks:
-        if b.get("type") == 0:
-            kept = [ln for ln in b.get("lines", ()) if id(ln) not in gone]
-            if not kept:
+        if b.get("type") != 0:
+            out.append(b)
+            continue
+        lines = []
+        for ln in b.get("lines", ()):
+            if id(ln) in taken or any(ln is r["pieces"][0] for r in rows):
                 continue
-            b = {**b, "lines": kept, "bbox": _union([ln["bbox"] for ln in kept])}
-        out.append(b)
+            spans = []
+            for s in ln.get("spans", ()):
+                chars = [ch for ch in s.get("chars", ()) if id(ch) not in gone_chars]
+                if chars:
+                    spans.append({**s, "chars": chars, "text": "".join(ch["c"] for ch in chars)})
+            if any(sp["text"].strip() for sp in spans):
+                lines.append({**ln, "spans": spans, "bbox": _union([ch["bbox"] for sp in spans for ch in sp["chars"]])})
+        lines += out_lines.get(id(b), [])
+        if lines:
+            lines.sort(key=lambda ln: (ln["bbox"][1] + ln["bbox"][3]) / 2)
+            out.append({**b, "lines": lines, "bbox": _union([ln["bbox"] for ln in lines])})
     return out
+
+
+def _row_line(glyphs: list, first: dict) -> dict:
+    """One line of a row's glyphs in reading order: a span per glyph (its font, size and flags),
+    a space where two glyphs that touch no space lie apart (where two of MuPDF's lines met)."""
+    glyphs = sorted(glyphs, key=lambda sc: sc[1]["bbox"][0])
+    spans, prev = [], None
+    for s, ch in glyphs:
+        if prev is not None and not ch["c"].isspace() and not prev[1]["c"].isspace():
+            if ch["bbox"][0] - prev[1]["bbox"][2] > ROW_SPACE * s["size"] and prev[0] is not s:
+                sp = {"c": " ", "bbox": (prev[1]["bbox"][2], ch["bbox"][1], ch["bbox"][0], ch["bbox"][3]),
+                      "origin": (prev[1]["bbox"][2], ch["origin"][1])}
+                spans.append({**prev[0], "chars": [sp], "text": " "})
+        spans.append({**s, "chars": [ch], "text": ch["c"]})
+        prev = (s, ch)
+    boxes = [ch["bbox"] for _, ch in glyphs]
+    return {**first, "spans": spans, "bbox": _union(boxes)}
 
 
 def _split_math_lines(blocks: list) -> list:
@@ -317,11 +396,15 @@ def line_text(line: dict, rules: list[Rule] = ()) -> str:
         while j < len(glyphs) and kinds[j] in "MS":
             j += 1
         run = [g for g in glyphs[i:j] if not g.c.isspace()]
+        lead = ""
+        while run and run[0].c in ".,;:":
+            lead += run.pop(0).c  # a comma before a formula is the sentence's, in whatever font
         trail = ""
         while run and run[-1].c in ".,;:" and not run[-1].math:
             trail = run.pop().c + trail  # a sentence's full stop after a formula is the sentence's
         tex = to_latex(run, rules)
-        out.append(f"${tex}${trail}" if tex and _substantive(run) else "".join(g.c for g in glyphs[i:j]))
+        out.append(f"{lead}{' ' if lead else ''}${tex}${trail}" if tex and _substantive(run)
+                   else "".join(g.c for g in glyphs[i:j]))
         if j < len(glyphs) and glyphs[j - 1].c.isspace() and out[-1][-1:] != " ":
             out.append(" ")
         i = j
@@ -341,7 +424,8 @@ def _kinds(glyphs: list[Glyph]) -> list[str]:
             raw.append("M")
         elif g.size < size * BASE_SIZE or abs(g.base - line_base) > size * SCRIPT_SHIFT:
             raw.append("N")  # a script or a smaller glyph: a formula's, when next to one
-        elif not g.c.isalpha() and (g.c in OPERATORS or g.c.isdigit() or unicodedata.category(g.c) == "Sm"):
+        elif g.c in ACCENTS or (not g.c.isalpha() and (g.c in OPERATORS or g.c.isdigit()
+                                                        or unicodedata.category(g.c) == "Sm")):
             raw.append("N")
         else:
             raw.append("T")
@@ -509,8 +593,8 @@ def _facts(block: dict) -> tuple[float, bool]:
 
 
 def _rule_between(a: dict, b: dict, rules: list) -> bool:
-    top, bottom = (a, b) if a["bbox"][1] <= b["bbox"][1] else (b, a)
-    lo, hi = top["bbox"][3] - 3, bottom["bbox"][1] + 3
+    """Whether a rule lies between the two blocks' middles, over both (a fraction's bar)."""
+    lo, hi = sorted(((a["bbox"][1] + a["bbox"][3]) / 2, (b["bbox"][1] + b["bbox"][3]) / 2))
     x0, x1 = max(a["bbox"][0], b["bbox"][0]), min(a["bbox"][2], b["bbox"][2])
     return any(lo <= r[1] <= hi and r[0] <= x1 and r[2] >= x0 for r in rules)
 
@@ -692,6 +776,8 @@ def _line(glyphs: list[Glyph], atoms: list[_Atom], rules: list[Rule]) -> str:
         atoms.append(_Atom(g.x0, g.x1, _token(g), g, _seq(lo, rules), _seq(up, rules)))
         taken.add(id(g))
     rest = [g for g in glyphs if id(g) not in taken]
+    accents = _accents(rest)  # id of a glyph -> the accent over it (\\bar, \\hat...)
+    rest = [g for g in rest if not (g.c in ACCENTS and any(a is g for a, _ in accents.values()))]
     # scripts apart; base-line glyphs become atoms (upright letters joined into words)
     scripts: list[tuple[Glyph, str]] = []
     on_base: list[Glyph] = []
@@ -706,7 +792,8 @@ def _line(glyphs: list[Glyph], atoms: list[_Atom], rules: list[Rule]) -> str:
             on_base.append(g)
     word: list[Glyph] = []
     for g in on_base + [None]:
-        if g is not None and _upright_letter(g) and (not word or g.x0 - word[-1].x1 <= 0.25 * g.size):
+        if (g is not None and _upright_letter(g) and id(g) not in accents
+                and (not word or g.x0 - word[-1].x1 <= 0.25 * g.size)):
             word.append(g)
             continue
         if word:
@@ -714,8 +801,11 @@ def _line(glyphs: list[Glyph], atoms: list[_Atom], rules: list[Rule]) -> str:
             word = []
         if g is None:
             break
-        if _upright_letter(g):
+        if _upright_letter(g) and id(g) not in accents:
             word.append(g)
+        elif id(g) in accents:
+            tex = _word(g.c, g) if _upright_letter(g) else _token(g)
+            atoms.append(_Atom(g.x0, g.x1, f"\\{accents[id(g)][1]}{{{tex}}}", g))
         else:
             atoms.append(_Atom(g.x0, g.x1, _token(g), g))
     atoms.sort(key=lambda a: a.x0)
@@ -748,6 +838,20 @@ def _line(glyphs: list[Glyph], atoms: list[_Atom], rules: list[Rule]) -> str:
         if a.glyph is not None and a.glyph.c in UNKNOWN and _big(a.glyph):
             a.tex = _unnamed(a)
     return _join(atoms)
+
+
+def _accents(glyphs: list[Glyph]) -> dict:
+    """Accent glyphs (¯ ˆ ˜ ˙ ¨ ˇ ´ ` ˘) set over another glyph: {id of that glyph: (accent, command)}."""
+    out = {}
+    for a in glyphs:
+        if a.c not in ACCENTS:
+            continue
+        under = [g for g in glyphs if g.c not in ACCENTS and id(g) not in out and g.x0 - 1 <= a.cx <= g.x1 + 1
+                 and (a.y0 + a.y1) / 2 < g.mid]
+        if under:
+            g = min(under, key=lambda g: abs(g.cx - a.cx))
+            out[id(g)] = (a, ACCENTS[a.c])
+    return out
 
 
 def _unnamed(a: _Atom) -> str:
