@@ -121,10 +121,21 @@ def test_prose_in_courier_is_a_paragraph_with_its_hyphens_resolved(tmp_path, rea
 
 @pytest.mark.parametrize("read", [_by_rules, _by_layout_box], ids=["rules", "layout"])
 def test_python_c_and_shell_in_courier_stay_fenced_line_by_line(tmp_path, read):
+    """Line by line, and indented as they were (Python's blocks are its syntax)."""
     md, regions = read(_pdf(tmp_path / "courier.pdf"), 1)
     assert md.startswith("```") and md.endswith("```") and all(r.kind == "code" for r in regions), md
+    assert all(line in md.splitlines() for line in PYTHON + C), md
     lines = [" ".join(ln.split()) for ln in md.splitlines()]
-    assert all(" ".join(line.split()) in lines for line in PYTHON + C + SHELL), md
+    assert all(" ".join(line.split()) in lines for line in SHELL), md
+
+
+def test_indentation_set_by_position_comes_back_in_spaces():
+    """A typesetter may indent code by moving the line, with no space glyphs: 12 points in a
+    6-point advance are two characters."""
+    from curate.modalities.pdf.code_blocks import indented
+
+    assert indented(["if x:", "y = 1", "z"], [72.0, 84.0, 72.0], 6.0) == ["if x:", "  y = 1", "z"]
+    assert indented(["a", "b"], [10.0, 20.0], 0.0) == ["a", "b"]  # no advance known: as they are
 
 
 def test_the_layout_model_reads_the_courier_book_page_as_prose(tmp_path):
@@ -138,3 +149,4 @@ def test_the_layout_model_reads_the_courier_book_page_as_prose(tmp_path):
     md, regions = _markdown(path, 1, lambda page: layout.regions([page])[0])
     lines = [" ".join(ln.split()) for ln in md.splitlines()]
     assert "```" in md and all(" ".join(line.split()) in lines for line in PYTHON + C + SHELL), md
+    assert all(line in md.splitlines() for line in PYTHON), md

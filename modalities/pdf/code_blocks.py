@@ -16,7 +16,11 @@ Prose in the monospaced font of a book (tests/test_pdf_code_blocks.py) has none 
   the page is a listing, and a paragraph of comment in it (a C header's doc comment, a command's
   option list) stays in the fence with the code around it.
 
-Pure functions over strings: no PyMuPDF here.
+A code block keeps its indentation (`indented`): each line's first glyph, over the block's
+leftmost, in advances of its monospaced font (leading spaces in the text layer, or the x offset
+a typesetter gave the line instead).
+
+Pure functions over strings and numbers: no PyMuPDF here.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ SYMBOLS_ONLY = re.compile(r"^[^\w\s]*[{}\[\]()/\\;<>=|&#$][^\w\s]*$")  # "{", "*
 # at the line start: a shebang or a comment, a shell, Python or TeX prompt, an option ("-p", "-- show")
 LINE_START = re.compile(r"^(?:#!|#\s*\w|//|/\*|\*/|\$ [a-z]|>>> |% [a-z]|--?[A-Za-z]|-- |usage:)")
 PYTHON_BLOCK = re.compile(r"^(?:def|class|if|elif|else|for|while|try|except|finally|with|async def)\b.*:$")
+MAX_INDENT = 40  # characters: a line set further right is no indented code line (a right-aligned label)
 PYTHON_IMPORT = re.compile(r"^(?:import [\w.]+(?:, [\w.]+)*$|from [\w.]+ import )")
 
 
@@ -55,3 +60,12 @@ def is_code(lines: list[str], page_share: float = 0.0) -> bool:
     """Whether a block of monospaced `lines` is code, on a page whose monospaced lines are
     `page_share` code-like (`code_share` of them all)."""
     return page_share >= MIN_PAGE_SHARE or code_share(lines) >= MIN_BLOCK_SHARE
+
+
+def indented(lines: list[str], starts: list[float], step: float) -> list[str]:
+    """A code block's `lines` (stripped) with their indentation back: `starts` is where each
+    line's first glyph sits (points), `step` the font's advance (points per character)."""
+    if step <= 0 or len(starts) != len(lines) or not lines:
+        return list(lines)
+    left = min(starts)
+    return [" " * min(round((x - left) / step), MAX_INDENT) + line for line, x in zip(lines, starts)]

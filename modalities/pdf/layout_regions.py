@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from curate.modalities.pdf import regions as rules
-from curate.modalities.pdf.code_blocks import is_code
+from curate.modalities.pdf.code_blocks import indented, is_code
 from curate.modalities.pdf.order import group_lines, xy_cut
 from curate.modalities.pdf.formulas import SOURCE as FORMULA_SOURCE
 from curate.modalities.pdf.formulas import block_latex, is_display, line_has_math, page_blocks
@@ -148,9 +148,10 @@ def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | N
     if formula is not None:
         return formula
     if view.vertical:  # columns of vertical writing: MuPDF's own line order
-        texts = [ln["text"] for ln in lines]
+        rows = [[i] for i in range(len(lines))]
     else:  # rows of the page as shown; a superscript or a split span joins its row
-        texts = [" ".join(lines[i]["text"] for i in row) for row in group_lines([view.shown(ln["bbox"]) for ln in lines])]
+        rows = group_lines([view.shown(ln["bbox"]) for ln in lines])
+    texts = [" ".join(lines[i]["text"] for i in row) for row in rows]
     text = join_lines(texts)
     sizes = statistics.median(ln["size"] for ln in lines)
     bold = all(ln["bold"] for ln in lines)
@@ -163,7 +164,8 @@ def _region(page, mod, bbox, label, lines, body, view: View) -> RegionRecord | N
     elif kind == "list":
         content = "\n".join(rules._list_items(texts))
     elif kind == "text" and all(ln["mono"] for ln in lines) and not vertical and is_code(texts, view.listing):
-        kind, content = "code", "\n".join(texts)
+        starts = [lines[row[0]]["starts"][0] for row in rows] if not view.turned else []
+        kind, content = "code", "\n".join(indented(texts, starts, statistics.median(ln["step"] for ln in lines)))
     return RegionRecord(kind=kind, bbox=bbox, order=0, content=content, source=SOURCE, level=level,
                         size=float(sizes), bold=bold)
 
@@ -274,7 +276,10 @@ def _leftovers(lines: list[dict], body: float, view: View) -> list[RegionRecord]
         t = {"bbox": rules.union([ln["bbox"] for ln in group]), "lines": texts, "text": join_lines(texts),
              "size": statistics.median(ln["size"] for ln in group), "bold": all(ln["bold"] for ln in group),
              "mono": all(ln["mono"] for ln in group),
-             "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2}
+             "vertical": sum(ln["vertical"] for ln in group) > len(group) / 2,
+             "boxes": [] if view.turned else [ln["bbox"] for ln in group],
+             "starts": [] if view.turned else [ln["starts"][0] for ln in group],
+             "step": statistics.median(ln["step"] for ln in group)}
         r = rules._classify(dict(t, bbox=view.shown(t["bbox"])), body, view.height, view.vertical, view.listing)
         out.append(RegionRecord(kind=r.kind, bbox=t["bbox"], order=0, content=r.content, source=rules.SOURCE,
                                 level=r.level, size=float(t["size"]), bold=t["bold"]))

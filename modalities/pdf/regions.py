@@ -35,8 +35,8 @@ from typing import Any
 
 from curate.modalities.pdf.formulas import SOURCE as FORMULA_SOURCE
 from curate.modalities.pdf.formulas import block_latex, is_display, line_has_math, line_text, merge_display, page_blocks
-from curate.modalities.pdf.code_blocks import code_share, is_code
-from curate.modalities.pdf.order import reading_order
+from curate.modalities.pdf.code_blocks import code_share, indented, is_code
+from curate.modalities.pdf.order import group_lines, reading_order
 from curate.modalities.pdf.records import RegionRecord
 from curate.modalities.pdf.textlayer import route_of
 from curate.modalities.pdf.words import join_lines
@@ -96,10 +96,15 @@ def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), b
 def _block_text(block: dict) -> dict:
     """A text block's lines joined into one text, with what the classifier needs."""
     lines, sizes, bold, mono, vertical = [], [], True, True, 0
+    boxes, starts, steps = [], [], []  # each line's box, first glyph (x) and advance: a code block's rows
     for line in block.get("lines", ()):
         spans = [s for s in line.get("spans", ()) if s.get("text", "").strip()]
         if not spans:
             continue
+        raw = "".join(s["text"] for s in line["spans"]).rstrip()
+        boxes.append(tuple(line["bbox"]))
+        steps.append((line["bbox"][2] - line["bbox"][0]) / max(len(raw), 1))
+        starts.append(line["bbox"][0] + (len(raw) - len(raw.lstrip())) * steps[-1])
         math = line_has_math(line)  # a line with glyphs of a math font ("rawdict"): its formulas as $...$
         lines.append((line_text(line, block.get("rules", ())) if math else "".join(s["text"] for s in line["spans"])).strip())
         for s in spans:
@@ -113,7 +118,7 @@ def _block_text(block: dict) -> dict:
         formula = block_latex(block["lines"], block.get("rules", ()))  # a display formula, as LaTeX
     return {"bbox": tuple(block["bbox"]), "lines": lines, "text": join_lines(lines), "size": size,
             "bold": bold and bool(lines), "mono": mono and bool(lines), "vertical": vertical > len(lines) / 2,
-            "formula": formula}
+            "formula": formula, "boxes": boxes, "starts": starts, "step": statistics.median(steps) if steps else 0.0}
 
 
 def _body_size(texts: list[dict]) -> float:
@@ -143,7 +148,7 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool, listing:
     elif t.get("formula"):
         kind, content = "formula", t["formula"]
     elif t["mono"] and not t["vertical"] and is_code(t["lines"], listing):
-        kind, content = "code", "\n".join(t["lines"])
+        kind, content = "code", "\n".join(_code_lines(t))
     elif CAPTION.match(text):
         kind = "caption"
     elif body and size >= body * TITLE_RATIO and len(text) <= TITLE_MAX_CHARS and len(t["lines"]) <= 3:
@@ -157,6 +162,17 @@ def _classify(t: dict, body: float, height: float, vertical_page: bool, listing:
     source = FORMULA_SOURCE if kind == "formula" else SOURCE
     return RegionRecord(kind=kind, bbox=_box(bbox), order=0, content=content, source=source, level=level,
                         size=float(size), bold=bool(t["bold"]))
+
+
+def _code_lines(t: dict) -> list[str]:
+    """A code block's lines as rows (spans MuPDF cut into two lines on one baseline, a keyword
+    set apart, are one line again), indented as set (`code_blocks.indented`)."""
+    boxes, starts = t.get("boxes", []), t.get("starts", [])
+    if not (len(boxes) == len(starts) == len(t["lines"])):
+        return t["lines"]
+    rows = group_lines(boxes)
+    return indented([" ".join(t["lines"][i] for i in row) for row in rows], [starts[row[0]] for row in rows],
+                    t.get("step", 0.0))
 
 
 def _list_items(lines: list[str]) -> list[str]:
