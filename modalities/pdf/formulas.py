@@ -167,19 +167,24 @@ def has_math(blocks: list) -> bool:
 
 
 def page_blocks(page, flags: int) -> list:
-    """The page's "dict" blocks; on a page with a math font, its "rawdict" blocks instead (each
+    """The page's "dict" blocks; on a page that uses a math font, its "rawdict" blocks instead (each
     span with its `chars` and its `text`), each text block given the page's thin rules
     (`rules`) that lie across it: what `line_text` and `block_latex` read."""
-    blocks = page.get_text("dict", flags=flags)["blocks"]
-    if not has_math(blocks):
-        return blocks
+    if not any(MATH_FONT.match(base_font(f[3])) for f in page.get_fonts(full=True)):  # the page's font list: cheap
+        return page.get_text("dict", flags=flags)["blocks"]
     blocks = page.get_text("rawdict", flags=flags)["blocks"]
-    _add_ink(blocks, page.get_text("rawdict", flags=flags | ACCURATE_BBOXES)["blocks"])
-    rules = page_rules(page)
     for b in blocks:
         for ln in b.get("lines", ()):
             for s in ln.get("spans", ()):
                 s["text"] = "".join(ch["c"] for ch in s.get("chars", ()))
+    if not has_math(blocks):  # a math font in the resources that no text uses: "dict" blocks, as elsewhere
+        for b in blocks:
+            for ln in b.get("lines", ()):
+                for s in ln.get("spans", ()):
+                    s.pop("chars", None)
+        return blocks
+    _add_ink(blocks, page.get_text("rawdict", flags=flags | ACCURATE_BBOXES)["blocks"])
+    rules = page_rules(page)
     blocks = _split_math_lines(_join_rows(blocks))
     for b in blocks:
         if b.get("type") == 0:
@@ -290,7 +295,7 @@ def _join_rows(blocks: list) -> list:
                 if chars:
                     spans.append({**s, "chars": chars, "text": "".join(ch["c"] for ch in chars)})
             if any(sp["text"].strip() for sp in spans):
-                lines.append({**ln, "spans": spans, "bbox": _union([ch["bbox"] for sp in spans for ch in sp["chars"]])})
+                lines.append(_fresh(ln, spans=spans, bbox=_union([ch["bbox"] for sp in spans for ch in sp["chars"]])))
         lines += out_lines.get(id(b), [])
         if lines:
             lines.sort(key=lambda ln: (ln["bbox"][1] + ln["bbox"][3]) / 2)
@@ -312,7 +317,7 @@ def _row_line(glyphs: list, first: dict) -> dict:
         spans.append({**s, "chars": [ch], "text": ch["c"]})
         prev = (s, ch)
     boxes = [ch["bbox"] for _, ch in glyphs]
-    return {**first, "spans": spans, "bbox": _union(boxes)}
+    return _fresh(first, spans=spans, bbox=_union(boxes))
 
 
 def _split_math_lines(blocks: list) -> list:
@@ -364,14 +369,35 @@ def page_rules(page) -> list[Rule]:
 
 def glyphs_of(lines: list) -> list[Glyph]:
     """The glyphs of "rawdict" lines (spans without `chars` give none)."""
-    out = []
-    for ln in lines:
-        for s in ln.get("spans", ()):
-            font = base_font(s.get("font", ""))
-            for ch in s.get("chars", ()):
-                x0, y0, x1, y1 = ch.get("ink", ch["bbox"])
-                out.append(Glyph(ch["c"], x0, min(y0, y1), max(x0, x1), max(y0, y1), ch["origin"][1], s["size"], font))
+    return [g for ln in lines for g in _line_glyphs(ln)]
+
+
+def _marks(line: dict) -> tuple[list[Glyph], list[str]]:
+    """A line's glyphs left to right (spaces included) and their `_kinds`, read once a line."""
+    cached = line.get("_marks")
+    if cached is None:
+        glyphs = sorted(_line_glyphs(line), key=lambda g: g.x0)
+        cached = line["_marks"] = (glyphs, _kinds(glyphs) if glyphs else [])
+    return cached
+
+
+def _line_glyphs(ln: dict) -> list[Glyph]:
+    """A line's glyphs in MuPDF's order, made once a line (kept in the line under `_glyphs`)."""
+    cached = ln.get("_glyphs")
+    if cached is not None:
+        return cached
+    out = ln["_glyphs"] = []
+    for s in ln.get("spans", ()):
+        font = base_font(s.get("font", ""))
+        for ch in s.get("chars", ()):
+            x0, y0, x1, y1 = ch.get("ink", ch["bbox"])
+            out.append(Glyph(ch["c"], x0, min(y0, y1), max(x0, x1), max(y0, y1), ch["origin"][1], s["size"], font))
     return out
+
+
+def _fresh(line: dict, **changes) -> dict:
+    """A copy of a line with `changes`, without what was read from its old spans."""
+    return {**{k: v for k, v in line.items() if k not in ("_glyphs", "_marks")}, **changes}
 
 
 def line_has_math(line: dict) -> bool:
@@ -382,10 +408,9 @@ def line_has_math(line: dict) -> bool:
 # ---- inline formulas -------------------------------------------------------------------------------
 def line_text(line: dict, rules: list[Rule] = ()) -> str:
     """One "rawdict" line as text, each run of math in it written as `$...$`."""
-    glyphs = sorted(glyphs_of([line]), key=lambda g: g.x0)
+    glyphs, kinds = _marks(line)
     if not glyphs:
         return "".join(s.get("text", "") for s in line.get("spans", ()))
-    kinds = _kinds(glyphs)
     out, i = [], 0
     while i < len(glyphs):
         if kinds[i] != "M":
@@ -509,10 +534,10 @@ def is_display(lines: list) -> bool:
     fonts, scripts, operators, digits) and no run of body text is longer than a short word."""
     total = math = 0
     for ln in lines:
-        glyphs = sorted((g for g in glyphs_of([ln]) if not g.c.isspace()), key=lambda g: g.x0)
-        if glyphs:
-            total += len(glyphs)
-            math += sum(k == "M" for k in _kinds(glyphs)) if any(g.math for g in glyphs) else 0
+        pairs = [(g, k) for g, k in zip(*_marks(ln)) if not g.c.isspace()]
+        if pairs:
+            total += len(pairs)
+            math += sum(k == "M" for _, k in pairs) if any(g.math for g, _ in pairs) else 0
     if not math or math < DISPLAY_MATH_SHARE * total:
         return False
     text = " ".join(s.get("text", "") for ln in lines for s in ln.get("spans", ()))
@@ -603,10 +628,10 @@ def _no_prose(block: dict) -> bool:
     """A block of formula glyphs only: no word of body text in any of its lines (a function
     name such as `lim` alone on a line is a formula's)."""
     for ln in block["lines"]:
-        glyphs = sorted((g for g in glyphs_of([ln]) if not g.c.isspace()), key=lambda g: g.x0)
-        if not glyphs:
+        pairs = [(g, k) for g, k in zip(*_marks(ln)) if not g.c.isspace()]
+        if not pairs:
             continue
-        kinds = _kinds(glyphs)
+        glyphs, kinds = [g for g, _ in pairs], [k for _, k in pairs]
         words = re.findall(r"[^\W\d_]+", "".join(g.c if k == "T" else " " for g, k in zip(glyphs, kinds)))
         if any(w not in FUNCTIONS for w in words):
             return False
