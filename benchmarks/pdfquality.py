@@ -183,18 +183,27 @@ def quality(system: str, folder: Path, set_name: str = "development", keep: Path
         keep.mkdir(parents=True, exist_ok=True)
         (keep / f"{system.replace(' ', '-')}-{set_name}.json").write_text(
             json.dumps([{"pdf": n, "page": p, "markdown": md} for (n, p), md in sorted(pages.items())], indent=1))
+    math = math_check("auto")
+    try:
+        scored = score(tests, pages, math, loaded_only=system == "mineru4 flash")
+    finally:
+        math.close()
+    return {"system": system, "set": set_name, "seconds": seconds, **scored}
+
+
+def score(tests: list[dict], pages: dict, math, loaded_only: bool = False) -> dict:
+    """Rates by kind and the failed tests of `pages` ({(file name, page): markdown or None});
+    with `loaded_only` (MinerU flash) the tests of pages it could not load (None) are left out of
+    the rates and counted in `unloaded` instead."""
+    from curate.modalities.pdf import eval as ev
+
     unloaded: dict = {}
-    if system == "mineru4 flash":  # scored on the pages it could load; the rest apart
+    if loaded_only:
         lost = {k for k, md in pages.items() if md is None}
         unloaded = {"pages": len(lost), "tests": sum((Path(t["pdf"]).name, t["page"]) in lost for t in tests)}
         tests = [t for t in tests if (Path(t["pdf"]).name, t["page"]) not in lost]
-    math = math_check("auto")
-    try:
-        outcomes = ev.evaluate(tests, pages, math)
-    finally:
-        math.close()
-    return {"system": system, "set": set_name, "seconds": seconds, "rates": ev.rates(outcomes),
-            "math": math.name, "math_check": math.description, "unloaded": unloaded,
+    outcomes = ev.evaluate(tests, pages, math)
+    return {"rates": ev.rates(outcomes), "math": math.name, "math_check": math.description, "unloaded": unloaded,
             "failed": [f"{o.id}: {o.why}" for o in outcomes if not o.passed]}
 
 
