@@ -225,7 +225,7 @@ def missing() -> str:
 
 
 # ---- rendering -------------------------------------------------------------------------------
-_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8">
+_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><base href="{base}">
 <link rel="stylesheet" href="katex.min.css"><script src="katex.min.js"></script><script src="mhchem.min.js"></script>
 <style>body{{margin:0}} .f{{font-size:{px}px;padding:0;margin:8px 0;display:inline-block}}</style>
 </head><body></body></html>"""
@@ -323,10 +323,10 @@ class KatexRenderer:
     """KaTeX in one headless Chromium page, rendering TeX strings in batches, cached by hash.
     The browser starts on the first render that misses the cache; close() ends it."""
 
-    def __init__(self, katex: Path | None = None, db: Path | None | bool = True):
+    def __init__(self, katex: Path | None = None, db: str | Path | None | bool = True):
         """`db`: the on-disk cache's file, True for cache_db(), False/None for none."""
         self.katex = Path(katex or katex_dir())
-        db = cache_db() if db is True else (db or None)
+        db = cache_db() if db is True else (Path(db) if db else None)
         if not (self.katex / "katex.min.js").is_file():
             raise InputError(f"KaTeX is not in {self.katex}: run scripts/setup-katex (or set CURATE_KATEX)")
         self._memo: dict[str, Rendered] = {}
@@ -365,12 +365,16 @@ class KatexRenderer:
 
     def _page_handle(self):
         if self._page is None:
-            page_file = self.katex / f"render-{FONT_PX}px.html"
-            html = _PAGE.format(px=FONT_PX)
-            if not page_file.is_file() or page_file.read_text(encoding="utf-8") != html:
+            import tempfile
+
+            # the page is written apart (KaTeX's folder may be read-only); <base> points its links
+            # (and the CSS's fonts) at KaTeX's folder, a file:// origin like the page's own
+            html = _PAGE.format(px=FONT_PX, base=self.katex.resolve().as_uri() + "/")
+            with tempfile.TemporaryDirectory(prefix="curate-katex-") as tmp:
+                page_file = Path(tmp) / "render.html"
                 page_file.write_text(html, encoding="utf-8")
-            self._page = _BROWSER.new_page()
-            self._page.goto(page_file.as_uri(), wait_until="load")
+                self._page = _BROWSER.new_page()
+                self._page.goto(page_file.as_uri(), wait_until="load")
             if not self._page.evaluate("typeof katex !== 'undefined'"):
                 raise InputError(f"{self.katex / 'katex.min.js'} did not load: run scripts/setup-katex again")
         return self._page
