@@ -77,6 +77,22 @@ def test_the_tex_check_is_used_and_said_when_katex_is_absent(tmp_path, monkeypat
     with pytest.raises(em.InputError, match="setup-katex"):
         em.math_check("katex")
     assert em.math_check("tex").name == "tex"
+    monkeypatch.setenv("CURATE_CHROMIUM", str(tmp_path / "no-chromium"))
+    assert "chromium is not installed" in em.math_check("auto").description
+
+
+def test_curate_eval_says_it_fell_back_to_tex(tmp_path, monkeypatch, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("CURATE_KATEX", str(tmp_path / "nowhere"))
+    (tmp_path / "pages").mkdir()
+    pq.write_table(pa.Table.from_pylist([{"root_key": "x.pdf@0", "ordinal": 0, "status": ev.PRESENT,
+                                          "markdown": "$r_{\\rm s}$"}]), tmp_path / "pages" / "part-0.parquet")
+    (tmp_path / "t.jsonl").write_text(json.dumps(_t("r_s")))
+    assert main(["eval", str(tmp_path), "--tests", str(tmp_path / "t.jsonl")]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "not rendered because KaTeX is not in" in out and "scripts/setup-katex" in out, out
 
 
 def test_setup_katex_installs_the_version_the_check_pins():

@@ -203,7 +203,8 @@ def katex_dir() -> Path:
 def chromium_executable() -> str | None:
     """The Chromium to drive: $CURATE_CHROMIUM, else `chromium` on PATH (Debian's binary behind its launcher)."""
     if os.environ.get("CURATE_CHROMIUM"):
-        return os.environ["CURATE_CHROMIUM"]
+        chosen = os.environ["CURATE_CHROMIUM"]
+        return chosen if os.access(chosen, os.X_OK) else None
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found and Path(found).resolve() == Path("/usr/bin/chromium") and os.access(DEBIAN_BINARY, os.X_OK):
         return DEBIAN_BINARY
@@ -218,7 +219,7 @@ def missing() -> str:
     except ImportError:
         why.append("playwright is not installed (pip install playwright)")
     if chromium_executable() is None:
-        why.append("chromium is not installed (scripts/setup-browser, or set CURATE_CHROMIUM)")
+        why.append("chromium is not installed (scripts/setup-browser, or set CURATE_CHROMIUM to a Chromium binary)")
     if not (katex_dir() / "katex.min.js").is_file():
         why.append(f"KaTeX is not in {katex_dir()} (scripts/setup-katex)")
     return "; ".join(why)
