@@ -80,7 +80,7 @@ def page_regions(page: Any, mod: Any, tables: str = "lines", skip: tuple = (), b
     blocks = merge_display(blocks)  # a display formula that MuPDF cut into blocks is one again
     found = _tables(page, mod, tables, drawings)
     blocks = [b for b in blocks if not any(_inside(_center(b["bbox"]), t.bbox) for t in found)]
-    texts = [t for t in (_block_text(b) for b in blocks) if t["text"]]
+    texts = [{**t, "formula": _display_latex(b)} for t, b in ((_block_text(b), b) for b in blocks) if t["text"]]
     body = _body_size(texts)
     height = page.cropbox.height
     vertical = sum(t["vertical"] for t in texts) > len(texts) / 2  # tategaki: columns right to left
@@ -113,12 +113,17 @@ def _block_text(block: dict) -> dict:
             mono &= bool(s["flags"] & MONO) or any(m in s["font"].lower() for m in ("mono", "courier", "code"))
         vertical += line.get("wmode", 0) == 1 or abs(line.get("dir", (1, 0))[0]) < 0.5
     size = statistics.median(sizes) if sizes else 0.0
-    formula = ""
-    if lines and (block.get("formula") or any(line_has_math(ln) for ln in block["lines"]) and is_display(block["lines"])):
-        formula = block_latex(block["lines"], block.get("rules", ()))  # a display formula, as LaTeX
     return {"bbox": tuple(block["bbox"]), "lines": lines, "text": join_lines(lines), "size": size,
             "bold": bold and bool(lines), "mono": mono and bool(lines), "vertical": vertical > len(lines) / 2,
-            "formula": formula, "boxes": boxes, "starts": starts, "step": statistics.median(steps) if steps else 0.0}
+            "boxes": boxes, "starts": starts, "step": statistics.median(steps) if steps else 0.0}
+
+
+def _display_latex(block: dict) -> str:
+    """A block's display formula as LaTeX ("" when it is none): what the rules route classifies
+    as `formula` (the layout route asks `layout_regions._formula` of the model's boxes instead)."""
+    if block.get("formula") or any(line_has_math(ln) for ln in block["lines"]) and is_display(block["lines"]):
+        return block_latex(block["lines"], block.get("rules", ()))
+    return ""
 
 
 def _body_size(texts: list[dict]) -> float:
