@@ -46,7 +46,7 @@ SOURCE = "formulas"  # RegionRecord.source of a formula written as LaTeX from th
 ACCURATE_BBOXES = 512  # pymupdf.TEXT_ACCURATE_BBOXES (not imported here: `import curate` stays light)
 SUBSET = re.compile(r"^[A-Z]{6}\+")
 
-MAX_PATHS = 20_000  # a page with more vector paths is a drawing: its rules are not read for formulas
+MAX_PATHS = 20_000  # a page with more path segments is a drawing: its rules are not read for formulas
 RULE_MAX_HEIGHT = 1.5  # points: a fraction bar or a radical's overline is thinner than this
 RULE_REACH = 6.0  # points: a rule this near a block (above or below) may be its fraction's bar
 ROW_LETTERS = 3  # letters of a text font that make a line prose (its baseline a row's)
@@ -258,7 +258,7 @@ def page_rules(page) -> list[Rule]:
     without their bars, at a bounded cost)."""
     out = []
     drawings = page.get_cdrawings()
-    if len(drawings) > MAX_PATHS:
+    if sum(len(d.get("items", ())) for d in drawings) > MAX_PATHS:  # one path may hold a million segments
         return out
     for d in drawings:
         for item in d.get("items", ()):
